@@ -1,0 +1,155 @@
+"""Collect a model repository the way tritonserver sees it: every subdirectory is a model.
+
+Reads directory listings and config.pbtxt text only; never opens model files, never executes
+anything from the repository.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+from triton_doctor.evidence import ConfigFile, ModelDir, RepositoryEvidence, Subdir
+
+#: A model configuration is a few kilobytes; past this the file is not a configuration.
+MAX_CONFIG_BYTES = 8 * 1024 * 1024
+#: Limits on what is listed below a model directory (weights folders can hold many files).
+MAX_ENTRIES_PER_DIR = 2000
+MAX_TREE_DEPTH = 4
+MAX_TREE_ENTRIES = 5000
+
+
+class TargetError(Exception):
+    """The repository path itself cannot be checked (missing, not a directory, unreadable)."""
+
+
+def _describe(error: OSError) -> str:
+    if error.errno == errno.ELOOP:
+        return "symbolic link loop"
+    if error.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if error.errno == errno.ENOENT:
+        return "does not exist (dangling symbolic link?)"
+    return error.strerror or str(error)
+
+
+def collect_repository(path: str | Path) -> RepositoryEvidence:
+    root = Path(path)
+    try:
+        if not root.exists():
+            raise TargetError(f"{root}: no such directory")
+        if not root.is_dir():
+            raise TargetError(f"{root}: not a directory; give the model repository's directory")
+        with os.scandir(root) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError as error:
+        raise TargetError(f"{root}: cannot read the repository: {_describe(error)}") from None
+    models = []
+    for entry in entries:
+        model = _collect_model(entry)
+        if model is not None:
+            models.append(model)
+    return RepositoryEvidence(path=str(root), models=models)
+
+
+def _collect_model(entry: os.DirEntry[str]) -> ModelDir | None:
+    config_path = os.path.join(entry.path, "config.pbtxt")
+    try:
+        is_dir = entry.is_dir()
+        if entry.is_symlink():
+            os.stat(entry.path)  # resolves the link: raises on loops and dangling targets
+    except OSError as error:
+        return ModelDir(
+            name=entry.name,
+            path=entry.path,
+            config=ConfigFile(path=config_path, present=False),
+            unreadable=_describe(error),
+        )
+    if not is_dir:
+        return None  # plain files at the repository root are ignored by the server
+    model = ModelDir(name=entry.name, path=entry.path, config=ConfigFile(config_path, False))
+    try:
+        with os.scandir(entry.path) as listing:
+            children = sorted(listing, key=lambda child: child.name)[:MAX_ENTRIES_PER_DIR]
+    except OSError as error:
+        model.unreadable = _describe(error)
+        return model
+    for child in children:
+        if child.name == "config.pbtxt":
+            model.config = _read_config(child)
+        elif _is_dir(child):
+            model.subdirs.append(_collect_subdir(child))
+        else:
+            model.files.append(child.name)
+    model.tree = _tree(entry.path)
+    return model
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _read_config(entry: os.DirEntry[str]) -> ConfigFile:
+    config = ConfigFile(path=entry.path, present=True)
+    if _is_dir(entry):
+        config.unreadable = "is a directory, not a file"
+        return config
+    try:
+        with open(entry.path, "rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+            config.size_bytes = os.fstat(handle.fileno()).st_size
+    except OSError as error:
+        config.unreadable = _describe(error)
+        return config
+    if len(data) > MAX_CONFIG_BYTES:
+        config.unreadable = (
+            f"is {config.size_bytes / 1e6:.1f} MB; a model configuration is a few kilobytes "
+            f"(files over {MAX_CONFIG_BYTES // (1024 * 1024)} MiB are not parsed)"
+        )
+        return config
+    if b"\x00" in data:
+        config.unreadable = "is binary data, not text"
+        return config
+    try:
+        config.text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        config.unreadable = f"is not valid UTF-8 text (byte offset {error.start})"
+        return config
+    config.message()  # parse now, so the evidence records the syntax error
+    return config
+
+
+def _collect_subdir(entry: os.DirEntry[str]) -> Subdir:
+    subdir = Subdir(name=entry.name)
+    try:
+        with os.scandir(entry.path) as listing:
+            names = sorted(
+                child.name + ("/" if _is_dir(child) else "")
+                for child in listing
+            )
+    except OSError as error:
+        subdir.unreadable = _describe(error)
+        return subdir
+    subdir.entries = names[:MAX_ENTRIES_PER_DIR]
+    return subdir
+
+
+def _tree(model_path: str) -> list[str]:
+    """Relative paths below the model directory, bounded; symbolic links are not followed."""
+    paths: list[str] = []
+    for current, dirnames, filenames in os.walk(model_path, followlinks=False):
+        relative = os.path.relpath(current, model_path)
+        depth = 0 if relative == "." else relative.count(os.sep) + 1
+        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
+        dirnames.sort()
+        paths.extend(prefix + name + "/" for name in dirnames)
+        paths.extend(prefix + name for name in sorted(filenames))
+        if depth + 1 >= MAX_TREE_DEPTH:
+            dirnames.clear()
+        if len(paths) >= MAX_TREE_ENTRIES:
+            break
+    return paths[:MAX_TREE_ENTRIES]

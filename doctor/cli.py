@@ -1,0 +1,123 @@
+"""The ``triton-doctor`` command line. Exit codes are an API (see README)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from triton_doctor import __version__, model_config
+from triton_doctor.engine import Result, run
+from triton_doctor.evidence import CheckOptions, Evidence
+from triton_doctor.findings import Severity
+from triton_doctor.registry import all_rules, describe, find_rule, select_rules
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+
+def _split(values: Sequence[str] | None) -> list[str]:
+    return [key.strip() for value in values or [] for key in value.split(",") if key.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="triton-doctor",
+        description="Find what Triton Inference Server would refuse or do badly, and how to fix it.",
+    )
+    parser.add_argument("--version", action="version", version=f"triton-doctor {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    check = commands.add_parser("check", help="check a model repository offline")
+    check.add_argument("repository", help="path to the model repository")
+    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
+                       help="lowest severity that makes the exit code 1 (default: error)")
+    check.add_argument("--exit-zero", action="store_true",
+                       help="exit 0 even when findings reach --fail-on")
+    check.add_argument("--select", action="append", metavar="IDS",
+                       help="only these rules: ids, id prefixes (TD2) or names, comma-separated")
+    check.add_argument("--ignore", action="append", metavar="IDS",
+                       help="skip these rules: ids, id prefixes or names, comma-separated")
+    check.add_argument("--disable-auto-complete-config", action="store_true",
+                       help="judge as tritonserver --disable-auto-complete-config would")
+    check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+    rules = commands.add_parser("rules", help="list the rules")
+    rules.add_argument("--format", choices=("text", "json"), default="text")
+
+    explain = commands.add_parser("explain", help="print one rule's documentation")
+    explain.add_argument("rule", help="rule id (TD201) or name (config-syntax)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "check":
+            return _check(args)
+        if args.command == "rules":
+            return _rules(args)
+        return _explain(args)
+    except model_config.SchemaUnavailable as error:
+        print(f"triton-doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        return EXIT_OK
+
+
+def _check(args: argparse.Namespace) -> int:
+    from triton_doctor.checks.repository import TargetError, collect_repository
+
+    try:
+        rules = select_rules(_split(args.select), _split(args.ignore))
+    except ValueError as error:
+        print(f"triton-doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        repository = collect_repository(args.repository)
+    except TargetError as error:
+        print(f"triton-doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    options = CheckOptions(disable_auto_complete_config=args.disable_auto_complete_config)
+    result = run(Evidence(repository=repository, options=options), rules)
+    code = _exit_code(result, Severity.parse(args.fail_on), args.exit_zero)
+    if args.format == "json":
+        from triton_doctor.report import json_report
+
+        sys.stdout.write(json_report.render(result, {"repository": repository.path}, code))
+    else:
+        from triton_doctor.report import text
+
+        colour = args.color == "always" or (
+            args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+        sys.stdout.write(text.render(result, repository.path, colour=colour))
+    return code
+
+
+def _exit_code(result: Result, fail_on: Severity, exit_zero: bool) -> int:
+    if exit_zero:
+        return EXIT_OK
+    return EXIT_FINDINGS if any(f.severity >= fail_on for f in result.findings) else EXIT_OK
+
+
+def _rules(args: argparse.Namespace) -> int:
+    rules = all_rules()
+    if args.format == "json":
+        print(json.dumps([describe(r) for r in rules], indent=2))
+        return EXIT_OK
+    for candidate in rules:
+        print(f"{candidate.id}  {candidate.name:<34} {candidate.severity!s:<8} {candidate.title}")
+    return EXIT_OK
+
+
+def _explain(args: argparse.Namespace) -> int:
+    candidate = find_rule(args.rule)
+    if candidate is None:
+        print(f"triton-doctor: no rule {args.rule!r}; `triton-doctor rules` lists them",
+              file=sys.stderr)
+        return EXIT_USAGE
+    print(f"{candidate.id} {candidate.name} ({candidate.severity}): {candidate.title}\n")
+    print(candidate.doc)
+    return EXIT_OK

@@ -1,0 +1,64 @@
+"""The engine: run the selected rules over the Evidence and collect findings and skips."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from triton_doctor.evidence import Evidence
+from triton_doctor.findings import Finding, Hit, Location, Skipped
+from triton_doctor.registry import Rule
+from triton_doctor.view import ModelView, RepositoryView
+
+
+@dataclass
+class Result:
+    findings: list[Finding] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    rules_run: int = 0
+    models: int = 0
+
+
+def run(evidence: Evidence, rules: Sequence[Rule]) -> Result:
+    result = Result(rules_run=len(rules))
+    if evidence.repository is None:
+        reason = evidence.unavailable.get("repository", "no repository was given")
+        result.skipped.extend(Skipped(r.id, None, reason) for r in rules)
+        return result
+    repository = RepositoryView(evidence.repository, evidence.options)
+    result.models = len(repository.models)
+    for candidate in rules:
+        if candidate.scope == "repository":
+            _collect(result, candidate, None, candidate.check(repository))
+            continue
+        for model in repository.models:
+            missing = model.missing(candidate.needs)
+            if missing:
+                result.skipped.append(Skipped(candidate.id, model.name, missing))
+                continue
+            _collect(result, candidate, model, candidate.check(model, repository))
+    result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
+    return result
+
+
+def _collect(result: Result, rule: Rule, model: ModelView | None, hits: Iterable[Hit]) -> None:
+    for hit in hits:
+        path = hit.path or (model.config_path if model else None)
+        line = hit.line
+        if line is None and hit.field and model is not None and path == model.config_path:
+            line = model.locate(hit.field)
+        result.findings.append(
+            Finding(
+                rule=rule.id,
+                name=rule.name,
+                severity=hit.severity or rule.severity,
+                title=rule.title,
+                model=model.name if model else hit.model,
+                version=hit.version,
+                location=Location(path=path, line=line, field=hit.field),
+                message=hit.message,
+                triton_message=hit.triton_message,
+                fix=hit.fix,
+                evidence=dict(hit.evidence),
+            )
+        )

@@ -1,0 +1,87 @@
+"""What a rule reports: Hits from the rule, Findings once the engine adds who and where."""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+from dataclasses import dataclass
+from dataclasses import field as default
+from typing import Any
+
+
+class Severity(enum.IntEnum):
+    """error = the server will refuse it or requests will fail; warning = works, but wrongly or
+    slowly; info = worth knowing."""
+
+    INFO = 1
+    WARNING = 2
+    ERROR = 3
+
+    def __str__(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, text: str) -> Severity:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            raise ValueError(f"unknown severity {text!r}; use error, warning or info") from None
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One problem as a rule sees it; the engine turns it into a Finding."""
+
+    message: str
+    triton_message: str | None = None
+    fix: str | None = None
+    #: Field path inside config.pbtxt, e.g. ``input[0].dims``; the engine maps it to a line.
+    field: str | None = None
+    #: File the problem is in, when it is not the model's config.pbtxt.
+    path: str | None = None
+    line: int | None = None
+    version: str | None = None
+    evidence: dict[str, Any] = default(default_factory=dict)
+    #: The model, for repository-scoped rules (model-scoped rules get theirs from the engine).
+    model: str | None = None
+    #: Overrides the rule's default severity (e.g. a layout quirk that becomes fatal).
+    severity: Severity | None = None
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str | None
+    line: int | None = None
+    field: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    name: str
+    severity: Severity
+    title: str
+    model: str | None
+    version: str | None
+    location: Location
+    message: str
+    triton_message: str | None
+    fix: str | None
+    evidence: dict[str, Any]
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable across runs and machines: no absolute paths, no line numbers."""
+        key = "\x1f".join(
+            [self.rule, self.model or "", self.version or "", self.location.field or "", self.message]
+        )
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A rule that could not judge, and why (never reported as passed)."""
+
+    rule: str
+    model: str | None
+    reason: str

@@ -1,0 +1,117 @@
+"""Triton's own ``inference.ModelConfig`` schema, and parsing config.pbtxt with it.
+
+tritonclient ships the generated module as ``tritonclient.grpc.model_config_pb2``, but importing
+it through that package runs ``tritonclient/grpc/__init__.py``, which imports grpc (hundreds of
+milliseconds, and grpc is not even installed with ``tritonclient[http]``). The generated module
+itself only needs protobuf, so it is loaded straight from its file.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from google.protobuf import text_format
+
+
+class SchemaUnavailable(RuntimeError):
+    """tritonclient (which carries the ModelConfig schema) is not installed."""
+
+
+@cache
+def schema() -> ModuleType:
+    """The generated ``model_config_pb2`` module, imported without grpc."""
+    spec = importlib.util.find_spec("tritonclient")
+    if spec is None or not spec.submodule_search_locations:
+        raise SchemaUnavailable(
+            "tritonclient is not installed; it provides Triton's ModelConfig schema "
+            "(pip install 'tritonclient[http]')"
+        )
+    for location in spec.submodule_search_locations:
+        path = f"{location}/grpc/model_config_pb2.py"
+        module_spec = importlib.util.spec_from_file_location("_triton_model_config_pb2", path)
+        if module_spec is None or module_spec.loader is None:
+            continue
+        try:
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        except FileNotFoundError:
+            continue
+        return module
+    raise SchemaUnavailable("tritonclient is installed but has no grpc/model_config_pb2.py")
+
+
+def new_config() -> Any:
+    """An empty ``inference.ModelConfig``."""
+    return schema().ModelConfig()
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    """Why a config.pbtxt does not parse, where, in libprotobuf's wording where we know it."""
+
+    line: int | None
+    column: int | None
+    detail: str
+
+    def libprotobuf_text(self) -> str:
+        where = f"{self.line}:{self.column}: " if self.line else ""
+        return f"Error parsing text-format inference.ModelConfig: {where}{self.detail}"
+
+
+_ECHOED_LINE = re.compile(r"^'.*?': ", re.DOTALL)
+_PY_ENUM = re.compile(r'^Enum type "[\w.]+" has no value named (\S+?)\.$')
+_PY_INTEGER = re.compile(r"^Couldn't parse integer: (.*)$")
+
+
+def _cpp_wording(detail: str, text: str, line: int | None, column: int | None) -> str:
+    """Rephrase Python protobuf's parse errors as libprotobuf (what tritonserver logs) says them."""
+    detail = _ECHOED_LINE.sub("", detail)
+    enum = _PY_ENUM.match(detail)
+    if enum:
+        field = _field_before(text, line, column)
+        if field:
+            return f'Unknown enumeration value of "{enum.group(1)}" for field "{field}".'
+    integer = _PY_INTEGER.match(detail)
+    if integer:
+        return f"Expected integer, got: {integer.group(1)[:1]}"
+    return detail
+
+
+def _field_before(text: str, line: int | None, column: int | None) -> str | None:
+    """The field name written just before a value at (line, column), e.g. ``data_type``."""
+    if not line or not column:
+        return None
+    lines = text.splitlines()
+    if line > len(lines):
+        return None
+    match = re.search(r"(\w+)\s*:?\s*$", lines[line - 1][: column - 1])
+    return match.group(1) if match else None
+
+
+def parse(text: str) -> Any:
+    """Parse config.pbtxt text into a ModelConfig; raise ``ConfigSyntaxError`` if it does not parse."""
+    message = new_config()
+    try:
+        text_format.Parse(text, message)
+    except text_format.ParseError as error:
+        line, column = error.GetLine(), error.GetColumn()
+        raise ConfigSyntaxError(
+            SyntaxProblem(line, column, _cpp_wording(str(error).split(" : ", 1)[-1], text, line, column))
+        ) from None
+    return message
+
+
+class ConfigSyntaxError(ValueError):
+    def __init__(self, problem: SyntaxProblem) -> None:
+        super().__init__(problem.libprotobuf_text())
+        self.problem = problem
+
+
+def data_type_name(value: int) -> str:
+    """``TYPE_FP32`` for the enum value, as Triton spells it in messages."""
+    return str(schema().DataType.Name(value))

@@ -1,0 +1,114 @@
+"""The server's own completion of a configuration, before it validates it.
+
+Reproduces tritonserver core's backend-field inference (platform, backend and default model
+file from the config and the first version directory's files) and its normalisation defaults.
+Backend auto-complete (reading model files) is not done here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from triton_doctor.evidence import ModelDir
+
+PLATFORM_BACKEND = {
+    "tensorrt_plan": "tensorrt",
+    "onnxruntime_onnx": "onnxruntime",
+    "pytorch_libtorch": "pytorch",
+    "torch_aoti": "pytorch",
+    "libtorch": "pytorch",
+    "tensorflow_savedmodel": "tensorflow",
+    "tensorflow_graphdef": "tensorflow",
+}
+ENSEMBLE = "ensemble"
+#: Default model file per backend, as the server and backends look it up.
+DEFAULT_FILENAME = {
+    "tensorrt": "model.plan",
+    "onnxruntime": "model.onnx",
+    "openvino": "model.xml",
+    "pytorch": "model.pt",
+    "python": "model.py",
+}
+TF_FILENAME = {"tensorflow_savedmodel": "model.savedmodel", "tensorflow_graphdef": "model.graphdef"}
+
+
+def complete(raw: Any, model_name: str, model_dir: ModelDir) -> tuple[Any, str | None]:
+    """(completed copy of ``raw``, the server's error if it cannot determine the backend)."""
+    config = type(raw)()
+    config.CopyFrom(raw)
+    first = model_dir.subdirs[0] if model_dir.subdirs else None
+    contents = set(first.entries) if first else set()
+    has_version = first is not None
+
+    def has_file(name: str) -> bool:
+        return name in contents
+
+    def has_dir(name: str) -> bool:
+        return name + "/" in contents
+
+    if not config.name:
+        config.name = model_name
+    error = _backend_fields(config, model_name, has_version, has_file, has_dir)
+    _defaults(config)
+    return config, error
+
+
+def _backend_fields(config, model_name, has_version, has_file, has_dir) -> str | None:  # type: ignore[no-untyped-def]
+    guess = not config.platform and not config.default_model_filename and has_version
+    # TensorFlow: the platform decides, so infer it first.
+    if not config.platform and config.backend in ("", "tensorflow"):
+        for platform, filename in TF_FILENAME.items():
+            if config.default_model_filename == filename:
+                config.platform = platform
+        if not config.default_model_filename and has_version:
+            if has_dir("model.savedmodel"):
+                config.platform = "tensorflow_savedmodel"
+            if has_file("model.graphdef"):
+                config.platform = "tensorflow_graphdef"
+    if config.platform in TF_FILENAME:
+        config.backend = config.backend or "tensorflow"
+        config.default_model_filename = config.default_model_filename or TF_FILENAME[config.platform]
+        return None
+    # Backends whose default file, or platform, names them.
+    for backend, platform, filename, is_file in (
+        ("tensorrt", "tensorrt_plan", "model.plan", has_file),
+        ("onnxruntime", "onnxruntime_onnx", "model.onnx", lambda n: has_file(n) or has_dir(n)),
+        ("openvino", None, "model.xml", has_file),
+        ("pytorch", "pytorch_libtorch", "model.pt", has_file),
+        ("pytorch", "torch_aoti", "model.pt2", has_file),
+        ("python", None, "model.py", has_file),
+    ):
+        if not config.backend and (
+            (platform and config.platform == platform)
+            or config.default_model_filename == filename
+            or (guess and is_file(filename))
+        ):
+            config.backend = backend
+        if config.backend == backend:
+            if platform and not config.platform:
+                config.platform = platform
+            config.default_model_filename = config.default_model_filename or filename
+            return None
+    if config.platform == "libtorch" and not config.backend:
+        config.backend = "pytorch"  # accepted here, refused later by the platform/backend pair check
+    # A custom backend, named by the model directory: ``model.<backend>``.
+    if not config.backend and not config.platform and not config.default_model_filename:
+        if "." not in model_name:
+            return (
+                f"Invalid model name: Could not determine backend for model '{model_name}' "
+                "with no backend in model configuration. Expected model name of the form "
+                "'model.<backend_name>'."
+            )
+        backend = model_name.split(".", 1)[1]
+        config.backend = backend
+        config.default_model_filename = f"model.{backend}"
+    return None
+
+
+def _defaults(config: Any) -> None:
+    """NormalizeModelConfig: the defaults the server applies before validating."""
+    if not config.HasField("version_policy"):
+        config.version_policy.latest.num_versions = 1
+    if config.HasField("dynamic_batching") and not config.dynamic_batching.preferred_batch_size:
+        if config.max_batch_size > 0:
+            config.dynamic_batching.preferred_batch_size.append(config.max_batch_size)

@@ -1,0 +1,113 @@
+"""The rule registry: ``@rule`` declares a rule's identity and docs next to its code."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from triton_doctor.findings import Hit, Severity
+
+RULE_ID = re.compile(r"^TD[1-8]\d\d$")
+RULE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
+
+#: "model": called once per model with (model, repository); "repository": once with (repository).
+Scope = str
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    name: str
+    severity: Severity
+    title: str
+    scope: Scope
+    #: What the rule needs from a model: "config" = a parsed (or auto-completed) configuration.
+    needs: tuple[str, ...]
+    check: Callable[..., Iterable[Hit]]
+
+    @property
+    def doc(self) -> str:
+        return inspect.cleandoc(self.check.__doc__ or "")
+
+    @property
+    def family(self) -> str:
+        return self.id[:3] + "xx"
+
+
+_RULES: dict[str, Rule] = {}
+
+
+def rule(
+    id: str,
+    name: str,
+    severity: str,
+    title: str,
+    *,
+    scope: Scope = "model",
+    needs: tuple[str, ...] = ("config",),
+) -> Callable[[Callable[..., Iterable[Hit]]], Callable[..., Iterable[Hit]]]:
+    """Register a rule. Its docstring is its documentation, with the DOC_SECTIONS headings."""
+
+    def register(check: Callable[..., Iterable[Hit]]) -> Callable[..., Iterable[Hit]]:
+        if not RULE_ID.match(id):
+            raise ValueError(f"rule id {id!r} is not TD + 3 digits")
+        if not RULE_NAME.match(name):
+            raise ValueError(f"rule name {name!r} is not kebab-case")
+        taken = {r.name: r.id for r in _RULES.values()}
+        if id in _RULES or name in taken:
+            raise ValueError(f"rule {id} {name} is registered twice")
+        missing = [s for s in DOC_SECTIONS if f"{s}:" not in (check.__doc__ or "")]
+        if missing:
+            raise ValueError(f"rule {id} docs lack sections: {', '.join(missing)}")
+        _RULES[id] = Rule(id, name, Severity.parse(severity), title, scope, needs, check)
+        return check
+
+    return register
+
+
+def all_rules() -> list[Rule]:
+    """Every rule, by id; importing the rules package registers them."""
+    import triton_doctor.rules  # noqa: F401  (registration happens on import)
+
+    return [_RULES[key] for key in sorted(_RULES)]
+
+
+def find_rule(key: str) -> Rule | None:
+    """A rule by id (``TD201``) or name (``config-syntax``), case-insensitive for ids."""
+    for candidate in all_rules():
+        if key.upper() == candidate.id or key == candidate.name:
+            return candidate
+    return None
+
+
+def select_rules(select: Iterable[str], ignore: Iterable[str]) -> list[Rule]:
+    """Rules chosen by ids, id prefixes (``TD2``) or names; unknown keys raise ValueError."""
+
+    def matches(candidate: Rule, key: str) -> bool:
+        return candidate.id.startswith(key.upper()) or candidate.name == key
+
+    rules = all_rules()
+    for key in [*select, *ignore]:
+        if not any(matches(r, key) for r in rules):
+            raise ValueError(f"no rule matches {key!r}; `triton-doctor rules` lists them")
+    selected = list(select)
+    ignored = list(ignore)
+    return [
+        r
+        for r in rules
+        if (not selected or any(matches(r, k) for k in selected))
+        and not any(matches(r, k) for k in ignored)
+    ]
+
+
+def describe(candidate: Rule) -> dict[str, Any]:
+    return {
+        "id": candidate.id,
+        "name": candidate.name,
+        "severity": str(candidate.severity),
+        "title": candidate.title,
+    }

@@ -1,0 +1,57 @@
+"""The JSON report: a stable, versioned document (schema in doctor/schema/report.schema.json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from triton_doctor import __version__
+from triton_doctor.engine import Result
+from triton_doctor.findings import Finding, Severity
+
+REPORT_SCHEMA = "triton-doctor/report/v1"
+
+
+def finding_dict(finding: Finding) -> dict[str, Any]:
+    return {
+        "rule": finding.rule,
+        "name": finding.name,
+        "severity": str(finding.severity),
+        "title": finding.title,
+        "model": finding.model,
+        "version": finding.version,
+        "location": {
+            "path": finding.location.path,
+            "line": finding.location.line,
+            "field": finding.location.field,
+        },
+        "message": finding.message,
+        "triton_message": finding.triton_message,
+        "fix": finding.fix,
+        "evidence": finding.evidence,
+        "fingerprint": finding.fingerprint,
+    }
+
+
+def summary(result: Result) -> dict[str, int]:
+    counts = {str(s): 0 for s in Severity}
+    for finding in result.findings:
+        counts[str(finding.severity)] += 1
+    return {
+        **counts,
+        "models": result.models,
+        "rules": result.rules_run,
+        "skipped": len(result.skipped),
+    }
+
+
+def render(result: Result, target: dict[str, Any], exit_code: int) -> str:
+    document = {
+        "schema": REPORT_SCHEMA,
+        "tool": {"name": "triton-doctor", "version": __version__},
+        "target": target,
+        "findings": [finding_dict(f) for f in result.findings],
+        "skipped": [{"rule": s.rule, "model": s.model, "reason": s.reason} for s in result.skipped],
+        "summary": {**summary(result), "exit_code": exit_code},
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -1,0 +1,81 @@
+"""The text report: grouped by model, the fix under each finding, fits 100 columns."""
+
+from __future__ import annotations
+
+import textwrap
+from itertools import groupby
+
+from triton_doctor.engine import Result
+from triton_doctor.findings import Finding, Severity
+from triton_doctor.report.json_report import summary
+
+WIDTH = 100
+INDENT = " " * 10
+COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
+
+
+class Style:
+    def __init__(self, colour: bool) -> None:
+        self.colour = colour
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.colour else text
+
+
+def _wrap(label: str, text: str) -> list[str]:
+    lines: list[str] = []
+    for index, paragraph in enumerate(text.splitlines() or [""]):
+        first = INDENT + (label if index == 0 else " " * len(label))
+        lines.extend(
+            textwrap.wrap(paragraph, WIDTH, initial_indent=first,
+                          subsequent_indent=INDENT + " " * len(label),
+                          break_long_words=True, break_on_hyphens=False) or [first.rstrip()]
+        )
+    return lines
+
+
+def _where(finding: Finding, model_path: str | None) -> str:
+    path = finding.location.path or ""
+    if model_path and path.startswith(model_path + "/"):
+        path = path[len(model_path) + 1:]
+    elif model_path and path == model_path:
+        path = ""
+    return f"{path}:{finding.location.line}" if path and finding.location.line else path
+
+
+def render(result: Result, target: str, colour: bool = False) -> str:
+    style = Style(colour)
+    out: list[str] = []
+    for model, group in groupby(result.findings, key=lambda f: f.model):
+        findings = list(group)
+        model_path = _model_path(findings)
+        out.append(style(model or "(repository)", "1") + (f"  {model_path}" if model_path else ""))
+        for finding in findings:
+            severity = f"{finding.severity!s:<8}"
+            head = f"  {style(severity, COLOURS[finding.severity])}{finding.rule} {finding.name}"
+            where = _where(finding, model_path)
+            if where:
+                head += f"  {style(where, '2')}"
+            out.append(head)
+            out.extend(_wrap("", finding.message))
+            if finding.triton_message:
+                out.extend(_wrap("triton: ", finding.triton_message))
+            if finding.fix:
+                out.extend(_wrap("fix: ", finding.fix))
+        out.append("")
+    counts = summary(result)
+    affected = len({f.model for f in result.findings})
+    line = (f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info "
+            f"in {affected} of {result.models} models ({result.rules_run} rules")
+    line += f", {counts['skipped']} skipped)" if counts["skipped"] else ")"
+    mark = style("✗", "31") if counts["error"] else style("✓", "32")
+    out.append(f"{mark} {target}: {line}")
+    return "\n".join(out) + "\n"
+
+
+def _model_path(findings: list[Finding]) -> str | None:
+    for finding in findings:
+        path = finding.location.path
+        if path and path.endswith("/config.pbtxt"):
+            return path.rsplit("/", 1)[0]
+    return None

@@ -1,0 +1,147 @@
+"""What the server makes of each model directory, derived from the Evidence alone.
+
+The server judges a configuration only after filling in what it infers (backend, platform,
+default file name, name) and its defaults; judging the raw text would flag what the server
+fills in. Everything here is pure: no I/O, computed once per check.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from triton_doctor import model_config, normalize
+from triton_doctor.evidence import CheckOptions, ModelDir, RepositoryEvidence
+from triton_doctor.pbtxt_locate import field_lines, locate
+
+#: Subdirectories of a model directory that the server never treats as versions.
+NON_VERSION_DIRS = frozenset({"warmup", "initial_state", "configs"})
+INT64_MAX = 2**63 - 1
+_STOLL = re.compile(r"^[ \t\n\v\f\r]*([+-]?)(\d+)")
+
+
+@dataclass(frozen=True)
+class VersionDir:
+    """A subdirectory as the server's version scan reads it."""
+
+    name: str
+    #: The version number the server reads from the name, None when it ignores the directory.
+    number: int | None
+    #: None (a clean version), "reserved", "leading-zeros", "not-numeric", "prefix" (the
+    #: number is read from a prefix, like ``1_backup``) or "overflow".
+    quirk: str | None
+
+
+def read_version_dir(name: str) -> VersionDir:
+    """Reproduce the server's reading: a leading-zero name is ignored, then ``std::stoll``."""
+    if name in NON_VERSION_DIRS:
+        return VersionDir(name, None, "reserved")
+    if len(name) > 1 and name[0] == "0":
+        return VersionDir(name, None, "leading-zeros")
+    match = _STOLL.match(name)
+    if not match:
+        return VersionDir(name, None, "not-numeric")
+    number = int(match.group(1) + match.group(2))
+    if not -INT64_MAX - 1 <= number <= INT64_MAX:
+        return VersionDir(name, None, "overflow")
+    clean = match.group(0) == name and not match.group(1) and name == str(number)
+    return VersionDir(name, number, None if clean else "prefix")
+
+
+class ModelView:
+    def __init__(self, model_dir: ModelDir, options: CheckOptions) -> None:
+        self.dir = model_dir
+        self.name = model_dir.name
+        self.options = options
+
+    @property
+    def config_path(self) -> str:
+        return self.dir.config.path
+
+    @property
+    def state(self) -> str:
+        """"parsed", "absent" (no config.pbtxt) or "broken" (unreadable or malformed)."""
+        config = self.dir.config
+        if self.dir.unreadable:
+            return "broken"
+        if not config.present:
+            return "absent"
+        return "parsed" if config.message() is not None else "broken"
+
+    @cached_property
+    def raw(self) -> Any:
+        """The config as written (an empty config when the file is absent)."""
+        parsed = self.dir.config.message()
+        return parsed if parsed is not None else model_config.new_config()
+
+    @cached_property
+    def _completion(self) -> tuple[Any, str | None]:
+        return normalize.complete(self.raw, self.name, self.dir)
+
+    @property
+    def effective(self) -> Any:
+        """The config after the server's backend-field inference and normalisation."""
+        return self._completion[0]
+
+    @property
+    def autocomplete_error(self) -> str | None:
+        """The server's message when it cannot work out the model's backend."""
+        return self._completion[1]
+
+    @cached_property
+    def versions(self) -> list[VersionDir]:
+        return [read_version_dir(sub.name) for sub in self.dir.subdirs]
+
+    @cached_property
+    def available_versions(self) -> list[int]:
+        """Version numbers the server finds on disk, sorted."""
+        return sorted({v.number for v in self.versions if v.number is not None})
+
+    @cached_property
+    def loaded_versions(self) -> list[int]:
+        """The versions the version policy selects from those on disk."""
+        policy = self.effective.version_policy
+        available = self.available_versions
+        kind = policy.WhichOneof("policy_choice")
+        if kind == "all":
+            return available
+        if kind == "specific":
+            return sorted(set(policy.specific.versions) & set(available))
+        count = policy.latest.num_versions if kind == "latest" else 1
+        return available[-count:] if count > 0 else []
+
+    def version_entries(self, number: int) -> list[str] | None:
+        """Entries of the directory the server opens for a version: ``<model>/<number>/``."""
+        for sub in self.dir.subdirs:
+            if sub.name == str(number):
+                return sub.entries
+        return None
+
+    @cached_property
+    def _lines(self) -> dict[str, int]:
+        return field_lines(self.dir.config.text or "")
+
+    def locate(self, field: str) -> int | None:
+        return locate(self._lines, field)
+
+    def written(self, field: str) -> bool:
+        """Whether config.pbtxt spells out ``field`` (proto3 cannot tell 0 from absent)."""
+        return field in self._lines
+
+    def missing(self, needs: tuple[str, ...]) -> str | None:
+        """Why this model cannot feed a rule that needs ``needs``, or None."""
+        if self.dir.unreadable:
+            return f"model directory unreadable: {self.dir.unreadable}"
+        if "config" in needs and self.state == "broken":
+            return "config.pbtxt could not be parsed"
+        return None
+
+
+class RepositoryView:
+    def __init__(self, evidence: RepositoryEvidence, options: CheckOptions) -> None:
+        self.evidence = evidence
+        self.options = options
+        self.models = [ModelView(model, options) for model in evidence.models]
+        self.by_name = {model.name: model for model in self.models}

@@ -1,0 +1,12 @@
+"""Rule families; importing this package registers every rule with the registry."""
+
+from triton_doctor.rules import (  # noqa: F401
+    config_batching,
+    config_identity,
+    config_instances,
+    config_io,
+    config_misc,
+    config_syntax,
+    ensemble_structure,
+    layout,
+)

@@ -1,0 +1,27 @@
+"""Small helpers the rule modules share: Triton's spellings of names, dims and messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from triton_doctor import model_config
+
+
+def dims_text(dims: Iterable[int]) -> str:
+    """``[-1,3,224]`` as Triton prints shapes."""
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+def enum_name(message: Any, field: str, value: int) -> str:
+    """The enum value's name, e.g. ``KIND_GPU`` for instance_group.kind."""
+    enum = message.DESCRIPTOR.fields_by_name[field].enum_type
+    return str(enum.values_by_number[value].name) if value in enum.values_by_number else str(value)
+
+
+def type_name(value: int) -> str:
+    return model_config.data_type_name(value)
+
+
+def is_ensemble(config: Any) -> bool:
+    return bool(config.platform == "ensemble")

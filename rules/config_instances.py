@@ -1,0 +1,160 @@
+"""TD23x: instance groups and rate-limiter resources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from triton_doctor.findings import Hit
+from triton_doctor.registry import rule
+from triton_doctor.rules._common import enum_name
+from triton_doctor.view import ModelView, RepositoryView
+
+#: No single machine sold today exposes more GPUs than this to one process; an id at or
+#: above it cannot be valid anywhere.
+MAX_GPUS_PER_NODE = 16
+MIN_COMPUTE_CAPABILITY = "6.000000"
+
+
+def groups(config: Any) -> Iterator[tuple[int, str, Any]]:
+    """(index, name as the server names it, group): unnamed groups become ``<model>_<index>``."""
+    for index, group in enumerate(config.instance_group):
+        yield index, group.name or f"{config.name}_{index}", group
+
+
+@rule("TD231", "instance-group-gpus", "error", "Instance group GPUs do not fit its kind")
+def instance_group_gpus(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `gpus` only on KIND_GPU groups (or kind-less groups that become
+    KIND_GPU on a GPU machine), and GPU ids that can exist: not negative, and below
+    16 (the most GPUs any single machine exposes).
+
+    Why it matters: KIND_CPU or KIND_MODEL with `gpus` is refused at load; an id the server
+    does not see is refused with "invalid or unsupported gpu id". GPU ids are renumbered by
+    CUDA_VISIBLE_DEVICES and `docker --gpus`, so `gpus: [ 3 ]` fails in a container given
+    one GPU.
+
+    Example: `{ kind: KIND_CPU gpus: [ 0 ] }` → `{ kind: KIND_CPU }`; `gpus: [ -1 ]` →
+    `gpus: [ 0 ]`.
+
+    Fix: remove `gpus` from CPU/model groups; list ids as the container sees them (0..N-1).
+    """
+    config = model.effective
+    for index, name, group in groups(config):
+        kind = enum_name(group, "kind", group.kind)
+        where = f"instance_group[{index}].gpus"
+        if not group.gpus:
+            continue
+        if kind in ("KIND_CPU", "KIND_MODEL"):
+            yield Hit(
+                message=f"instance group {name} is {kind} but lists gpus {list(group.gpus)}",
+                triton_message=f"instance group {name} of model {config.name} has kind {kind} "
+                "but specifies one or more GPUs",
+                fix="Remove gpus, or use kind: KIND_GPU.",
+                field=where,
+            )
+            continue
+        for gpu in group.gpus:
+            if gpu < 0 or gpu >= MAX_GPUS_PER_NODE:
+                yield Hit(
+                    message=f"instance group {name} names GPU {gpu}, which no machine has"
+                    + (" (ids start at 0)" if gpu < 0 else
+                       f" (ids run 0..N-1; no machine exposes {MAX_GPUS_PER_NODE} or more)"),
+                    triton_message=f"instance group {name} of model {config.name} specifies "
+                    f"invalid or unsupported gpu id {gpu}. GPUs with at least the minimum "
+                    f"required CUDA compute compatibility of {MIN_COMPUTE_CAPABILITY} are:",
+                    fix="List GPU ids as the server's container sees them, 0..N-1.",
+                    field=where,
+                    evidence={"gpu_id": gpu},
+                )
+
+
+@rule("TD232", "instance-group-profile", "error", "TensorRT profile set on a non-TensorRT model")
+def instance_group_profile(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `instance_group.profile` only on TensorRT models, and each profile a
+    non-negative integer written as a string.
+
+    Why it matters: the server refuses the configuration.
+
+    Example: `profile: [ "0" ]` on an ONNX model → remove it.
+
+    Fix: remove `profile` unless the model is a TensorRT plan with optimization profiles.
+    """
+    config = model.effective
+    for index, name, group in groups(config):
+        if not group.profile:
+            continue
+        where = f"instance_group[{index}].profile"
+        if config.platform != "tensorrt_plan":
+            yield Hit(
+                message=f"instance group {name} selects TensorRT profiles on platform "
+                f"'{config.platform or config.backend}'",
+                triton_message=f"instance group {name} of model {config.name} and platform "
+                f"{config.platform}specifies profile field which is only supported for "
+                "TensorRT models",
+                fix="Remove profile.",
+                field=where,
+            )
+            continue
+        for profile in group.profile:
+            if not profile.isdigit():
+                yield Hit(
+                    message=f"instance group {name} has profile {profile!r}, not a "
+                    "non-negative integer",
+                    triton_message=f"instance group {name} of model {config.name} and platform "
+                    f"{config.platform} specifies invalid profile {profile}. The field should "
+                    "contain the string representation of a non-negative integer.",
+                    fix='Write profile indexes as strings of digits: profile: [ "0" ].',
+                    field=where,
+                )
+
+
+@rule("TD233", "rate-limiter-resource", "error",
+      "Rate-limiter resource both global and per-device")
+def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: a rate-limiter resource name declared both `global: true` and per-device
+    in the same model.
+
+    Why it matters: the server refuses the model.
+
+    Example: resources `R1` global in one group and `R1` per-device in another → rename one.
+
+    Fix: declare each resource either global or per-device.
+    """
+    config = model.effective
+    scopes: dict[str, set[bool]] = {}
+    for _, _, group in groups(config):
+        for resource in group.rate_limiter.resources:
+            scopes.setdefault(resource.name, set()).add(resource.global_)
+    for name, kinds in sorted(scopes.items()):
+        if len(kinds) == 2:
+            yield Hit(
+                message=f"rate-limiter resource '{name}' is declared global and per-device",
+                triton_message=f'Resource "{name}" is present as both global and '
+                "device-specific resource in the model configuration.",
+                fix="Make the resource global everywhere or per-device everywhere.",
+                field="instance_group",
+            )
+
+
+@rule("TD234", "instance-count-silent", "warning", "Instance count of 0 or less")
+def instance_count_silent(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: instance groups with an explicit `count` of 0 or below.
+
+    Why it matters: the server accepts it silently; the group gets no instances (or the
+    server's default), which is never what the line says.
+
+    Example: `count: 0` → `count: 1`.
+
+    Fix: set count >= 1, or remove the group.
+    """
+    for index, name, group in groups(model.effective):
+        if group.count < 0 or (group.count == 0 and model.written(f"instance_group[{index}].count")):
+            yield Hit(
+                message=f"instance group {name} has count {group.count}",
+                fix="Set count: 1 or more.",
+                field=f"instance_group[{index}].count",
+            )

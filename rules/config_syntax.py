@@ -1,0 +1,152 @@
+"""TD2xx: config.pbtxt that the server cannot read or parse."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from triton_doctor.findings import Hit
+from triton_doctor.registry import rule
+from triton_doctor.view import ModelView, RepositoryView
+
+WIRE_TYPES = {
+    "BOOL": "TYPE_BOOL", "UINT8": "TYPE_UINT8", "UINT16": "TYPE_UINT16", "UINT32": "TYPE_UINT32",
+    "UINT64": "TYPE_UINT64", "INT8": "TYPE_INT8", "INT16": "TYPE_INT16", "INT32": "TYPE_INT32",
+    "INT64": "TYPE_INT64", "FP16": "TYPE_FP16", "FP32": "TYPE_FP32", "FP64": "TYPE_FP64",
+    "BYTES": "TYPE_STRING", "BF16": "TYPE_BF16", "STRING": "TYPE_STRING",
+}
+_COMMENT = re.compile(r"#[^\n]*")
+_TEMPLATE = re.compile(r"\$\{[^}\n]*\}?|\{\{[^}\n]*\}\}")
+_WIRE_DTYPE = re.compile(r"\bdata_type\s*:\s*(" + "|".join(WIRE_TYPES) + r")\b")
+
+
+def _code_lines(text: str) -> list[tuple[int, str]]:
+    return [(number, _COMMENT.sub("", line)) for number, line in enumerate(text.splitlines(), 1)]
+
+
+def _read_failure(model: ModelView) -> str:
+    return f"failed to read text proto from {model.config_path}"
+
+
+def templates(model: ModelView) -> list[tuple[int, str]]:
+    text = model.dir.config.text or ""
+    return [(n, m.group()) for n, line in _code_lines(text) for m in _TEMPLATE.finditer(line)]
+
+
+def wire_dtypes(model: ModelView) -> list[tuple[int, str]]:
+    text = model.dir.config.text or ""
+    return [(n, m.group(1)) for n, line in _code_lines(text) for m in _WIRE_DTYPE.finditer(line)]
+
+
+@rule("TD201", "config-syntax", "error", "config.pbtxt does not parse", needs=())
+def config_syntax(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: that config.pbtxt parses as Triton's `inference.ModelConfig` text format
+    (the same schema and parser family the server uses): known field names, valid enum
+    values, balanced braces, commas between list elements.
+
+    Why it matters: the server logs the libprotobuf error, then "failed to read text proto",
+    and never loads the model; with the default --exit-on-error the whole server exits.
+
+    Example: `max_batchsize: 8` → `max_batch_size: 8`; `data_type: TYPE_FLOAT32` →
+    `data_type: TYPE_FP32`; `input [ { ... } { ... } ]` → `input [ { ... }, { ... } ]`.
+
+    Fix: correct the text at the reported line and column; the field reference is
+    https://github.com/triton-inference-server/common/blob/main/protobuf/model_config.proto
+    """
+    problem = model.dir.config.syntax_error
+    if problem is None:
+        return
+    explained_by = {line for line, _ in templates(model) + wire_dtypes(model)}
+    if problem.line in explained_by:
+        return  # TD202 / TD203 say what is wrong there, with a better fix
+    yield Hit(
+        message=f"config.pbtxt does not parse: {problem.libprotobuf_text()}",
+        triton_message=_read_failure(model),
+        fix="Correct the text at that position; fields and enum values are those of "
+        "inference.ModelConfig (model_config.proto).",
+        line=problem.line,
+        evidence={"line": problem.line, "column": problem.column},
+    )
+
+
+@rule("TD202", "unrendered-template", "error", "Template placeholder left in config.pbtxt", needs=())
+def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `${...}` or `{{...}}` placeholders outside comments, the mark of a
+    config template (TensorRT-LLM's fill_template.py, Helm, envsubst) that was never rendered.
+
+    Why it matters: in a number or enum position the config no longer parses ("Expected
+    integer, got: $"); inside a string the server accepts the literal text, e.g. a model
+    named `${MODEL_NAME}`.
+
+    Example: `max_batch_size: ${triton_max_batch_size}` → `max_batch_size: 64`.
+
+    Fix: render the template (e.g. `python3 tools/fill_template.py -i config.pbtxt
+    triton_max_batch_size:64`) before deploying, and check the rendered file.
+    """
+    problem = model.dir.config.syntax_error
+    for line, placeholder in templates(model):
+        breaks_parse = problem is not None and problem.line == line
+        yield Hit(
+            message=f"unrendered template placeholder {placeholder} on line {line}"
+            + (f": {problem.libprotobuf_text()}" if breaks_parse and problem else ""),
+            triton_message=_read_failure(model) if breaks_parse else None,
+            fix=f"Replace {placeholder} with its value, or run the template tool that "
+            "should have rendered this file.",
+            line=line,
+        )
+
+
+@rule("TD203", "wire-dtype-name", "error", "Wire datatype name used in data_type", needs=())
+def wire_dtype_name(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `data_type` values written as wire names (`FP32`, `BYTES`), as found in
+    `/v2/models/<m>` metadata or client code, instead of config enum names (`TYPE_FP32`).
+
+    Why it matters: `FP32` is not an `inference.DataType` value, so the file does not parse
+    and the model never loads. `BYTES` is `TYPE_STRING` in a config, not `TYPE_BYTES`.
+
+    Example: `data_type: FP32` → `data_type: TYPE_FP32`; `data_type: BYTES` →
+    `data_type: TYPE_STRING`.
+
+    Fix: use the `TYPE_` names of model_config.proto; copy configs from
+    `/v2/models/<m>/config`, not from the metadata endpoint.
+    """
+    for line, wire in wire_dtypes(model):
+        yield Hit(
+            message=f"data_type {wire} on line {line} is a wire (KServe) datatype name, "
+            f"not a config enum value",
+            triton_message=_read_failure(model),
+            fix=f"Write data_type: {WIRE_TYPES[wire]}",
+            line=line,
+        )
+
+
+@rule("TD204", "config-unreadable", "error", "config.pbtxt cannot be read", needs=())
+def config_unreadable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: that config.pbtxt is a readable text file: not a directory, not binary,
+    valid UTF-8, readable by the user running the check, and of a plausible size.
+
+    Why it matters: binary or non-UTF-8 content fails to parse ("failed to read text
+    proto"); a directory named config.pbtxt aborts tritonserver itself (std::length_error),
+    even in explicit model-control mode; an unreadable file fails the model.
+
+    Example: a weights file saved as config.pbtxt, or `mkdir config.pbtxt` by a deploy script
+    → a text config.pbtxt.
+
+    Fix: replace the file with the model's text-format configuration.
+    """
+    config = model.dir.config
+    if not config.unreadable:
+        return
+    crashes = config.unreadable.startswith("is a directory")
+    yield Hit(
+        message=f"{config.path} {config.unreadable}"
+        + ("; tritonserver aborts (std::length_error) when it meets one" if crashes else ""),
+        triton_message=None if crashes else _read_failure(model),
+        fix="Remove the directory and write config.pbtxt as a text file."
+        if crashes
+        else "Write config.pbtxt as UTF-8 text in protobuf text format (a few kilobytes).",
+    )

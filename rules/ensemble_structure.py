@@ -1,0 +1,111 @@
+"""TD40x: an ensemble's own scheduling block, as the server checks it when it reads the config."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from triton_doctor.findings import Hit
+from triton_doctor.registry import rule
+from triton_doctor.view import ModelView, RepositoryView
+
+
+def _step_problems(config: Any) -> Iterator[tuple[str, str]]:
+    """(triton message, field) for the first structural problem of each kind, in core's order."""
+    name = config.name
+    if config.instance_group:
+        yield f"instance group should not be specified for ensemble '{name}'", "instance_group"
+    if config.HasField("optimization"):
+        yield f"optimization should not be specified for ensemble '{name}'", "optimization"
+    steps = config.ensemble_scheduling.step
+    if not steps:
+        yield f"must specify 'step' for ensemble '{name}'", "ensemble_scheduling"
+        return
+    produced: set[str] = set()
+    for index, step in enumerate(steps):
+        where = f"ensemble_scheduling.step[{index}]"
+        for field in ("model_name", "input_map", "output_map"):
+            if not getattr(step, field):
+                yield f"must specify '{field}' in step {index} of ensemble '{name}'", where
+        for tensor in step.output_map.values():
+            if tensor in produced:
+                yield (f"ensemble tensor '{tensor}' can appear in an output map only once for "
+                       f"ensemble '{name}' step {index}"), f"{where}.output_map"
+            produced.add(tensor)
+
+
+def _flow_problems(config: Any) -> Iterator[tuple[str, str]]:
+    """Data-flow checks: inputs used, outputs written, no dangling intermediate tensors."""
+    name = config.name
+    steps = list(config.ensemble_scheduling.step)
+    consumed = {t for s in steps for t in s.input_map.values()}
+    produced = {t: i for i, s in enumerate(steps) for t in s.output_map.values()}
+    tensors = consumed | set(produced)
+    ready = {t.name for t in config.input}
+    for tensor in config.input:
+        if tensor.name not in tensors:
+            yield f"ensemble input '{tensor.name}' for ensemble {name}' is not used", "input"
+    changed = True
+    while changed:
+        changed = False
+        for step in steps:
+            if all(t in ready for t in step.input_map.values()):
+                for tensor in step.output_map.values():
+                    if tensor not in ready:
+                        ready.add(tensor)
+                        changed = True
+    outputs = {t.name for t in config.output}
+    for tensor in config.output:
+        if tensor.name not in tensors:
+            yield f"ensemble output '{tensor.name}' for ensemble {name}' is not used", "output"
+        elif tensor.name not in ready:
+            culprit = _first_unconnected(tensor.name, steps, produced, ready)
+            suffix = f": at least one of its depending tensors, '{culprit}', is not connected" \
+                if culprit and culprit != tensor.name else ""
+            yield f"output '{tensor.name}' for ensemble '{name}' is not written{suffix}", "output"
+    inputs = {t.name for t in config.input}
+    for tensor in sorted(tensors - inputs - outputs):
+        if tensor not in ready or tensor not in consumed:
+            yield f"ensemble tensor '{tensor}' is unused in ensemble '{name}'", "ensemble_scheduling"
+
+
+def _first_unconnected(tensor: str, steps: list[Any], produced: dict[str, int],
+                       ready: set[str]) -> str | None:
+    """Walk back through not-ready producers to a tensor nothing produces."""
+    seen: set[str] = set()
+    while tensor not in seen:
+        seen.add(tensor)
+        if tensor not in produced:
+            return tensor
+        pending = [t for t in steps[produced[tensor]].input_map.values() if t not in ready]
+        if not pending:
+            return None
+        tensor = pending[0]
+    return None
+
+
+@rule("TD401", "ensemble-structure", "error", "Ensemble scheduling block is inconsistent")
+def ensemble_structure(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: an ensemble's own config as the server checks it on reading: no
+    instance_group or optimization; at least one step, each with model_name, input_map and
+    output_map; each ensemble tensor produced once; every ensemble input consumed, every
+    output written from the inputs, every intermediate tensor produced and consumed.
+
+    Why it matters: the server refuses the ensemble.
+
+    Example: an output map writing `temp` in two steps → give the second a new tensor name.
+
+    Fix: wire every step's inputs from ensemble inputs or earlier steps' outputs, and every
+    ensemble output from a step.
+    """
+    config = model.effective
+    if config.platform != "ensemble" or not config.HasField("ensemble_scheduling"):
+        return
+    structural = list(_step_problems(config))
+    problems = structural or list(_flow_problems(config))
+    for text, field in problems:
+        yield Hit(message=text, triton_message=text,
+                  fix="Connect each step to tensors that earlier steps or the ensemble "
+                  "inputs provide; remove what the server says should not be there.",
+                  field=field)

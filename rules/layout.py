@@ -1,0 +1,438 @@
+"""TD1xx: the repository's layout — model directories, versions, files the server opens."""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+
+from triton_doctor.findings import Hit, Severity
+from triton_doctor.registry import rule
+from triton_doctor.view import ModelView, RepositoryView
+
+#: Directories that tools leave in repositories and that are never models.
+JUNK_DIRS = {"__pycache__", "lost+found", "__MACOSX"}
+
+
+def is_stray(model: ModelView) -> bool:
+    """A hidden or tool-made directory without a config: the server still polls it as a model."""
+    return (model.name.startswith(".") or model.name in JUNK_DIRS) and not model.dir.config.present
+
+
+@rule("TD101", "stray-directory", "error", "Non-model directory in the repository", needs=())
+def stray_directory(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: hidden or tool-made directories at the repository root (`.git`,
+    `.ipynb_checkpoints`, `__pycache__`, `lost+found`) that hold no config.pbtxt.
+
+    Why it matters: the server treats every subdirectory as a model, hidden ones included.
+    The directory fails to load, and at startup that turns into "failed to load all models":
+    with the default --exit-on-error the server exits.
+
+    Example: `model_repository/.ipynb_checkpoints/` → delete it.
+
+    Fix: remove the directory (and keep it out with .dockerignore / .gitignore), or serve
+    with `--model-control-mode=explicit --load-model=<name>`.
+    """
+    if is_stray(model):
+        yield Hit(
+            message=f"'{model.name}' is not a model, but the server polls every subdirectory "
+            "of the repository as one and fails on it",
+            triton_message=model.autocomplete_error,
+            fix=f"Delete {model.dir.path}, or start the server with "
+            "--model-control-mode=explicit and --load-model for each real model.",
+            path=model.dir.path,
+        )
+
+
+@rule("TD102", "backend-undetermined", "error", "The server cannot tell the model's backend")
+def backend_undetermined(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: a model with no `backend`, `platform` or `default_model_filename`,
+    whose first subdirectory holds no file the server recognises (model.plan, model.onnx,
+    model.pt, model.py, ...) and whose directory name has no `.<backend>` suffix.
+
+    Why it matters: the server gives up: "Could not determine backend for model".
+
+    Example: a config.pbtxt with only inputs and outputs → add `backend: "onnxruntime"`.
+
+    Fix: set `backend` (or `platform`) in config.pbtxt, and put the model file in a version
+    directory under its default name.
+    """
+    if model.autocomplete_error and not is_stray(model):
+        yield Hit(
+            message=f"nothing says which backend runs '{model.name}': no backend or platform "
+            "in the config and no recognised model file in its first subdirectory",
+            triton_message=model.autocomplete_error,
+            fix='Add backend: "<name>" (e.g. "onnxruntime", "python") to config.pbtxt.',
+            field="backend",
+        )
+
+
+@rule("TD103", "name-mismatch", "error", "Config name differs from the directory name")
+def name_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `name` in config.pbtxt equals the model's directory name.
+
+    Why it matters: the server refuses the model ("directory name must equal model name").
+
+    Example: directory `resnet50/` with `name: "resnet"` → `name: "resnet50"`.
+
+    Fix: make them equal, or delete the name line (the server then takes the directory name).
+    """
+    config = model.effective
+    if config.name != model.name:
+        yield Hit(
+            message=f"config name '{config.name}' is not the directory name '{model.name}'",
+            triton_message=f"unexpected directory name '{model.name}' for model "
+            f"'{config.name}', directory name must equal model name",
+            fix=f'Write name: "{model.name}" or delete the name line.',
+            field="name",
+        )
+
+
+@rule("TD104", "no-loadable-version", "error", "No version for the server to load")
+def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: that the version policy selects at least one version directory that is
+    present (numeric names only; `v1`, `01`, `latest` do not count).
+
+    Why it matters: the model never loads ("at least one version must be available"; the
+    startup table says "No model version was found").
+
+    Example: `my_model/model.onnx` → `my_model/1/model.onnx`.
+
+    Fix: put the model files in a numeric version directory (`1/`), and check
+    `version_policy`.
+    """
+    if model.loaded_versions:
+        return
+    found = [v.name for v in model.versions if v.quirk != "reserved"]
+    yield Hit(
+        message=f"no version directory the policy selects; subdirectories: "
+        f"{', '.join(found) or 'none'}",
+        triton_message=f"at least one version must be available under the version policy of "
+        f"model '{model.name}'",
+        fix=f"Create {model.dir.path}/1/ with the model file in it"
+        + (" (version names are plain integers)" if found else "")
+        + ", or make version_policy select a present version.",
+        path=model.dir.path,
+    )
+
+
+@rule("TD105", "version-dir-ignored", "warning", "Version directory the server ignores",
+      needs=())
+def version_dir_ignored(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: subdirectories whose names the server skips as versions: leading zeros
+    (`01`, `001`) or no leading integer (`v1`, `latest`, `.ipynb_checkpoints`).
+
+    Why it matters: the files in them are never served; the server only logs a warning.
+
+    Example: `my_model/01/` → `my_model/1/`.
+
+    Fix: name versions with plain integers, without leading zeros; move other directories
+    out of the model directory.
+    """
+    for version in model.versions:
+        if version.quirk == "leading-zeros":
+            text = (f"ignore version directory '{version.name}' which contains leading zeros in "
+                    "its directory name")
+        elif version.quirk == "not-numeric":
+            text = (f"ignore version directory '{version.name}' which fails to convert to "
+                    "integral number")
+        else:
+            continue
+        yield Hit(
+            message=f"subdirectory '{version.name}' is not a version: the server ignores it",
+            triton_message=text,
+            fix=f"Rename it to a plain integer (e.g. {version.name.lstrip('0') or '0'}) if it "
+            "is a version, or move it out of the model directory.",
+            path=f"{model.dir.path}/{version.name}",
+        )
+
+
+@rule("TD106", "version-dir-misread", "warning", "Version directory the server misreads",
+      needs=())
+def version_dir_misread(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: subdirectory names the server reads as a number taken from their start
+    (`1_backup` is version 1, `2.old` is 2, `-1` is -1), and numbers too large for int64.
+
+    Why it matters: the backend then opens `<model>/<number>/`, not the directory you meant:
+    `1` and `1_backup` collapse into one version, and a lone `1_backup` leads to "file not
+    found" (for Python models, a load that hangs). An int64 overflow throws inside the
+    server.
+
+    Example: `my_model/1_backup/` → move it out of the repository.
+
+    Fix: keep only plain integer directories in a model directory.
+    """
+    for version in model.versions:
+        if version.quirk == "overflow":
+            yield Hit(
+                message=f"subdirectory '{version.name}' is a number beyond int64: the server's "
+                "version parsing throws on it",
+                fix="Rename it to a small integer.",
+                severity=Severity.ERROR,
+                path=f"{model.dir.path}/{version.name}",
+            )
+        elif version.quirk == "prefix":
+            yield Hit(
+                message=f"subdirectory '{version.name}' is read as version {version.number}, "
+                f"but its files are looked up in '{version.number}/'",
+                fix=f"Rename it to '{version.number}' or move it out of the model directory.",
+                path=f"{model.dir.path}/{version.name}",
+            )
+
+
+@rule("TD107", "specific-version-missing", "warning", "version_policy names an absent version")
+def specific_version_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: versions listed in `version_policy { specific { versions: [...] } }`
+    that have no directory.
+
+    Why it matters: the server logs an error and loads the rest; clients asking for that
+    version get "is not found".
+
+    Example: `versions: [ 1, 2 ]` with only `1/` → `versions: [ 1 ]`.
+
+    Fix: add the version directory, or remove the version from the policy.
+    """
+    policy = model.effective.version_policy
+    if policy.WhichOneof("policy_choice") != "specific":
+        return
+    for number in policy.specific.versions:
+        if number not in model.available_versions:
+            yield Hit(
+                message=f"version_policy lists version {number}, which has no directory",
+                triton_message=f"version {number} is specified for model '{model.name}', but "
+                "the version directory is not present",
+                fix=f"Create {number}/ or drop {number} from the policy.",
+                field="version_policy",
+            )
+
+
+def default_model_file(model: ModelView) -> tuple[str, bool] | None:
+    """(file name, may be a directory) the backend opens in a version directory, if known."""
+    config = model.effective
+    defaults = {"tensorrt": "model.plan", "onnxruntime": "model.onnx", "openvino": "model.xml",
+                "python": "model.py"}
+    if config.backend == "pytorch":
+        name = config.default_model_filename or (
+            "model.pt2" if config.platform == "torch_aoti" else "model.pt")
+        return name, False
+    if config.backend in defaults:
+        return config.default_model_filename or defaults[config.backend], \
+            config.backend == "onnxruntime"
+    if config.platform in ("tensorflow_savedmodel", "tensorflow_graphdef"):
+        return config.default_model_filename, config.platform == "tensorflow_savedmodel"
+    return None
+
+
+def _missing_file_message(model: ModelView, path: str) -> str | None:
+    backend = model.effective.backend
+    if backend == "python":
+        return f"Python model file not found in '{path}'"
+    if backend == "onnxruntime":
+        return f"failed to stat file {path}"
+    if backend == "tensorrt" and not model.options.disable_auto_complete_config:
+        return f"unable to load plan file to auto complete config: {path}"
+    if backend in ("tensorrt", "pytorch"):
+        return f"unable to find '{path}'"
+    return None
+
+
+@rule("TD108", "model-file-missing", "error", "The model file is missing from a version")
+def model_file_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: every version the policy loads holds the file its backend opens:
+    `default_model_filename`, else model.plan / model.onnx / model.pt / model.py /
+    model.xml (`cc_model_filenames` for TensorRT counts too).
+
+    Why it matters: the version fails to load. For a Python model it is worse: the load
+    hangs forever in LOADING and the server cannot be stopped with SIGTERM.
+
+    Example: `my_model/1/yolov8.onnx` → rename it to `model.onnx`, or set
+    `default_model_filename: "yolov8.onnx"`.
+
+    Fix: name the file as the backend expects, or set `default_model_filename`.
+    """
+    expected = default_model_file(model)
+    if expected is None or not expected[0]:
+        return
+    filename, may_be_dir = expected
+    alternatives = set(model.effective.cc_model_filenames.values())
+    for number in model.loaded_versions:
+        entries = model.version_entries(number)
+        present = set(entries or [])
+        if filename in present or (may_be_dir and filename + "/" in present):
+            continue
+        if present & alternatives:
+            continue
+        path = f"{model.dir.path}/{number}/{filename}"
+        hangs = model.effective.backend == "python"
+        others = ", ".join(e for e in sorted(present) if not e.endswith("/")) or "nothing"
+        yield Hit(
+            message=f"version {number} has no {filename} (it holds: {others})"
+            + ("; the server's load of this model hangs instead of failing" if hangs else ""),
+            triton_message=_missing_file_message(model, path),
+            fix=f"Put the model at {path}, or set default_model_filename to the file's name.",
+            version=str(number),
+            path=f"{model.dir.path}/{number}",
+        )
+
+
+@rule("TD109", "config-missing", "info", "No config.pbtxt", needs=())
+def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: model directories without config.pbtxt.
+
+    Why it matters: with auto-complete (the default) the server builds the config from the
+    model file, which works for ONNX and TensorRT but leaves Python models without inputs
+    and outputs unless model.py fills them, and picks max_batch_size for you. With
+    `--disable-auto-complete-config` the model fails to load.
+
+    Example: `my_model/1/model.onnx` alone → add `my_model/config.pbtxt` with
+    `backend: "onnxruntime"` and the batch size you want.
+
+    Fix: write config.pbtxt (`/v2/models/<m>/config` of a running server shows what it
+    filled in).
+    """
+    if model.dir.config.present or model.dir.unreadable or is_stray(model):
+        return
+    strict = model.options.disable_auto_complete_config
+    yield Hit(
+        message="no config.pbtxt: "
+        + ("with --disable-auto-complete-config the model cannot load" if strict
+           else "the server will auto-complete the configuration from the model file"),
+        triton_message=f"failed to open text file for read {model.config_path}: No such file "
+        "or directory" if strict else None,
+        fix=f"Write {model.config_path}.",
+        severity=Severity.ERROR if strict else None,
+        path=model.dir.path,
+    )
+
+
+@rule("TD110", "label-file", "error", "Output label file missing or outside the model")
+def label_file(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: each output's `label_filename` names a file inside the model directory
+    (the path is relative to the model directory, not the version directory).
+
+    Why it matters: the model fails to load.
+
+    Example: `label_filename: "1/labels.txt"` with the file at `labels.txt` →
+    `label_filename: "labels.txt"`.
+
+    Fix: put the labels file in the model directory and name it relative to it.
+    """
+    tree = set(model.dir.tree)
+    for index, output in enumerate(model.effective.output):
+        if not output.label_filename:
+            continue
+        relative = posixpath.normpath(output.label_filename)
+        path = f"{model.dir.path}/{output.label_filename}"
+        if relative.startswith("../") or relative == ".." or output.label_filename.startswith("/"):
+            yield Hit(
+                message=f"label file '{output.label_filename}' of output '{output.name}' is "
+                "outside the model directory",
+                triton_message=f"label file path '{path}' for output '{output.name}' in model "
+                f"'{model.effective.name}' is outside model directory",
+                fix="Move the labels file into the model directory.",
+                field=f"output[{index}].label_filename",
+            )
+        elif relative not in tree:
+            yield Hit(
+                message=f"label file '{output.label_filename}' of output '{output.name}' does "
+                "not exist",
+                triton_message=f"failed to open text file for read {path}: No such file or "
+                "directory",
+                fix=f"Create {path}, one label per line.",
+                field=f"output[{index}].label_filename",
+            )
+
+
+@rule("TD111", "model-dir-unreadable", "error", "Model directory cannot be read", needs=())
+def model_dir_unreadable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: that every model directory can be listed: no permission problem, no
+    symbolic link loop or dangling link.
+
+    Why it matters: the server fails to poll the directory (a dangling link can fail the
+    listing of the whole repository).
+
+    Example: `chmod 700` by another user on a shared volume → readable by the server's user.
+
+    Fix: fix permissions, or remove the broken link.
+    """
+    if model.dir.unreadable:
+        yield Hit(
+            message=f"{model.dir.path}: {model.dir.unreadable}",
+            fix="Make the directory readable by the server's user, or remove the broken link.",
+            path=model.dir.path,
+        )
+
+
+@rule("TD112", "autocomplete-wrong-dir", "warning",
+      "The server infers the backend from a non-version directory")
+def autocomplete_wrong_dir(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: a config without `backend`/`platform`, where the lexicographically first
+    subdirectory — the only one the server looks into to guess the backend — is not a
+    version (e.g. `.ipynb_checkpoints` sorts before `1`).
+
+    Why it matters: the server guesses from the wrong files, or fails to guess at all.
+
+    Example: `my_model/.ipynb_checkpoints/` + `my_model/1/model.onnx` → remove the hidden
+    directory, or add `backend: "onnxruntime"`.
+
+    Fix: set `backend` explicitly, and keep only versions in the model directory.
+    """
+    raw = model.raw
+    if raw.backend or raw.platform or raw.default_model_filename or not model.versions:
+        return
+    first = model.versions[0]
+    if first.quirk is not None and model.available_versions:
+        yield Hit(
+            message=f"the server guesses the backend from '{first.name}/', the first "
+            f"subdirectory by name, not from a version directory",
+            fix="Add backend to config.pbtxt, or remove the directory.",
+            path=f"{model.dir.path}/{first.name}",
+        )
+
+
+@rule("TD113", "runtime-escapes", "error", "runtime points outside the backend directory")
+def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: a `runtime` library path that leaves the directory the server searches
+    (the version directory, then the model directory, then the backend's directory).
+
+    Why it matters: the server refuses to load a backend library from outside those
+    directories ("escapes backend directory").
+
+    Example: `runtime: "../libs/libtriton_custom.so"` → copy the library into the model
+    directory and write `runtime: "libtriton_custom.so"`.
+
+    Fix: place the library in the model or version directory, and name it without `..`.
+    """
+    runtime = model.effective.runtime
+    if not runtime or runtime == "model.py":
+        return
+    tree = set(model.dir.tree)
+    search = [str(v) for v in model.loaded_versions[:1]] + [""]
+    for base in search:
+        target = posixpath.normpath(posixpath.join(base or ".", runtime))
+        escapes = target == ".." or target.startswith("../") or (
+            bool(base) and not target.startswith(base + "/"))
+        if target in tree or (escapes and base == search[0]):
+            if escapes:
+                libdir = f"{model.dir.path}/{base}" if base else model.dir.path
+                yield Hit(
+                    message=f"runtime '{runtime}' resolves outside {libdir}",
+                    triton_message=f"backend library name '{runtime}' escapes backend directory "
+                    f"'{libdir}', for model '{model.effective.name}', check model config "
+                    "runtime field",
+                    fix="Copy the library into the model directory and give its bare file name.",
+                    field="runtime",
+                )
+            return

@@ -1,0 +1,71 @@
+"""Shared fixtures: the real Triton server from the nvidia-pytriton wheel.
+
+Tests that need the server depend on ``triton_install`` (directly or through
+``triton_server``). Without the wheel they are skipped on a developer machine, but fail when
+``CI`` is set: in CI the real-server oracle must never be silently switched off.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from tritonserver import ServerInstall, TritonServer, locate_server_tree
+
+StartServer = Callable[..., TritonServer]
+
+
+def _missing(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI is set, so this is an error, not a skip)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def triton_install(tmp_path_factory: pytest.TempPathFactory) -> ServerInstall:
+    """A private, runnable copy of the bundled tritonserver, made once per session."""
+    tree = locate_server_tree()
+    if tree is None:
+        _missing(
+            "real Triton server not available: "
+            "pip install --no-deps nvidia-pytriton==0.7.0 (plus 'numpy<2')"
+        )
+        raise AssertionError("unreachable")  # pytest.skip/fail raise; this keeps mypy happy
+    return ServerInstall.prepare(tree, tmp_path_factory.mktemp("tritonserver"))
+
+
+@pytest.fixture(scope="session")
+def triton_server(
+    triton_install: ServerInstall, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StartServer]:
+    """Factory: ``triton_server(repository, *args, wait_for=..., start=True)``.
+
+    Each server serves a copy of ``repository`` from its own work directory. Every server
+    made here is stopped (and its /dev/shm regions removed) at the end of the session, even
+    if a test forgot to.
+    """
+    servers: list[TritonServer] = []
+
+    def make(
+        repository: Path,
+        *args: str,
+        wait_for: str | None = "/v2/health/ready",
+        startup_timeout: float = 60.0,
+        start: bool = True,
+    ) -> TritonServer:
+        server = TritonServer(
+            triton_install,
+            repository,
+            tmp_path_factory.mktemp("server"),
+            *args,
+            wait_for=wait_for,
+            startup_timeout=startup_timeout,
+        )
+        servers.append(server)
+        return server.start() if start else server
+
+    yield make
+    for server in servers:
+        server.stop()

@@ -1,0 +1,145 @@
+"""Differential tests: triton-doctor must refuse what the real Triton server refuses.
+
+One explicit-mode server (2.51.0, from the nvidia-pytriton wheel) loads every case of one
+shared repository; triton-doctor checks the same repository once, in parallel. Then each case
+is its own test:
+
+* broken case: (a) the server refused it and we captured its reason, which still contains
+  the text seen when the case was written (asserted first, so a change of server shows up
+  here and not as a linter failure); (b) triton-doctor has an error finding for the model
+  whose ``triton_message`` quotes that reason (or is quoted by it);
+* good case: the server made it READY and triton-doctor reports no error for it.
+
+The hidden-directory case needs the default model-control mode, where the whole server exits;
+it gets its own short server run, started alongside the main one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tritonserver import TritonServer
+
+from .cases import BROKEN_CASES, GOOD_CASES, HIDDEN_DIRECTORY, Case
+from .oracle import (
+    DoctorRun,
+    ExplicitModeResult,
+    PendingDoctor,
+    Refusal,
+    agreeing,
+    load_all,
+    parse_log,
+    version_dirs,
+    write_repository,
+)
+
+EXPLICIT_MODE = (
+    "--model-control-mode=explicit",
+    "--exit-on-error=false",
+    "--strict-readiness=false",
+)
+
+
+@dataclass
+class WholeRepositoryRun:
+    """A default-mode start over a whole repository: exit code and what the log said."""
+
+    repository: Path
+    returncode: int | None
+    log: str
+
+
+@dataclass
+class Oracle:
+    explicit: ExplicitModeResult
+    doctor: DoctorRun
+    hidden: WholeRepositoryRun
+    hidden_doctor: DoctorRun
+
+
+@pytest.fixture(scope="module")
+def oracle(triton_server, tmp_path_factory: pytest.TempPathFactory) -> Oracle:
+    """Run both servers and both triton-doctor checks at once, then stop the servers."""
+    repository = write_repository(
+        tmp_path_factory.mktemp("differential") / "repository", [*GOOD_CASES, *BROKEN_CASES]
+    )
+    hidden_repository = write_repository(
+        tmp_path_factory.mktemp("hidden") / "repository", [HIDDEN_DIRECTORY]
+    )
+    doctor = PendingDoctor(repository)
+    hidden_doctor = PendingDoctor(hidden_repository)
+    hidden: TritonServer = triton_server(hidden_repository, wait_for=None)
+    server: TritonServer = triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
+    try:
+        models = [case.name for case in (*GOOD_CASES, *BROKEN_CASES)]
+        explicit = load_all(server, models)
+    finally:
+        server.stop()
+    returncode = hidden.wait_exit(timeout=60)
+    hidden.stop()
+    hidden_run = WholeRepositoryRun(
+        hidden_repository, returncode, hidden.to_source_paths(hidden.log())
+    )
+    return Oracle(explicit, doctor.result(), hidden_run, hidden_doctor.result())
+
+
+def _server_refusal(oracle: Oracle, case: Case) -> Refusal:
+    load = oracle.explicit.loads[case.name]
+    assert not load.ok, f"the server ACCEPTED {case.name} ({case.broken})"
+    assert load.status in (400, 500), f"no answer for {case.name}: {load}"
+    said = oracle.explicit.refusals.get(case.name)
+    assert said is not None, (
+        f"the server refused {case.name} but its reason was not found\n"
+        f"load answer: {load.error!r}\nlog tail:\n{oracle.explicit.log[-3000:]}"
+    )
+    assert case.expect in said.text, (
+        f"the server's reason for {case.name} changed\nexpected to contain: {case.expect!r}\n"
+        f"got: {said.text!r}"
+    )
+    return said
+
+
+def _assert_doctor_agrees(run: DoctorRun, said: Refusal, *models: str | None) -> None:
+    findings = run.for_model(*models)
+    assert agreeing(findings, said), (
+        f"triton-doctor has no error finding for {said.model} quoting the server\n"
+        f"server said ({said.source}): {said.text!r}\ntriton-doctor said: {findings!r}"
+    )
+
+
+@pytest.mark.parametrize("case", BROKEN_CASES, ids=lambda case: case.name)
+def test_broken_model_is_refused_by_both(oracle: Oracle, case: Case) -> None:
+    said = _server_refusal(oracle, case)
+    _assert_doctor_agrees(oracle.doctor, said, case.name)
+
+
+@pytest.mark.parametrize("case", GOOD_CASES, ids=lambda case: case.name)
+def test_good_model_is_accepted_by_both(oracle: Oracle, case: Case) -> None:
+    load = oracle.explicit.loads[case.name]
+    assert load.ok, f"the server refused good case {case.name}: {load.error}"
+    for model in (case.name, *case.extra_models):
+        for version in version_dirs(case, model):
+            state = oracle.explicit.states.get((model, version))
+            assert state == "READY", f"{model} version {version} is {state}, not READY"
+    errors = [
+        f
+        for f in oracle.doctor.for_model(case.name, *case.extra_models)
+        if f.get("severity") == "error"
+    ]
+    assert not errors, f"triton-doctor reports errors for good case {case.name}: {errors!r}"
+
+
+def test_hidden_directory_fails_the_whole_repository(oracle: Oracle) -> None:
+    run, case = oracle.hidden, HIDDEN_DIRECTORY
+    assert run.returncode == 1, f"default-mode server exit code {run.returncode}\n{run.log[-3000:]}"
+    log = parse_log(run.log)
+    fatal = [line.message for line in log if line.level == "fatal"]
+    prefix = f"failed to load model '{case.name}': "
+    why = [line.message for line in log if line.level == "E" and line.message.startswith(prefix)]
+    assert why, f"no reason logged for {case.name}\n{run.log[-3000:]}"
+    said = Refusal(case.name, why[0], "log: failed to load model", tuple(fatal))
+    assert case.expect in said.text, f"the server's reason changed: {said.text!r}"
+    # A finding about a stray directory may be reported for the repository as a whole.
+    _assert_doctor_agrees(oracle.hidden_doctor, said, case.name, None)
