@@ -127,10 +127,7 @@ def _collect_subdir(entry: os.DirEntry[str]) -> Subdir:
     subdir = Subdir(name=entry.name)
     try:
         with os.scandir(entry.path) as listing:
-            names = sorted(
-                child.name + ("/" if _is_dir(child) else "")
-                for child in listing
-            )
+            names = sorted(child.name + ("/" if _is_dir(child) else "") for child in listing)
     except OSError as error:
         subdir.unreadable = _describe(error)
         return subdir

@@ -24,7 +24,7 @@ def _split(values: Sequence[str] | None) -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="triton-doctor",
-        description="Find what Triton Inference Server would refuse or do badly, and how to fix it.",
+        description="Find what Triton Inference Server would refuse or do badly, and the fix.",
     )
     parser.add_argument("--version", action="version", version=f"triton-doctor {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -32,16 +32,32 @@ def build_parser() -> argparse.ArgumentParser:
     check = commands.add_parser("check", help="check a model repository offline")
     check.add_argument("repository", help="path to the model repository")
     check.add_argument("--format", choices=("text", "json"), default="text")
-    check.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
-                       help="lowest severity that makes the exit code 1 (default: error)")
-    check.add_argument("--exit-zero", action="store_true",
-                       help="exit 0 even when findings reach --fail-on")
-    check.add_argument("--select", action="append", metavar="IDS",
-                       help="only these rules: ids, id prefixes (TD2) or names, comma-separated")
-    check.add_argument("--ignore", action="append", metavar="IDS",
-                       help="skip these rules: ids, id prefixes or names, comma-separated")
-    check.add_argument("--disable-auto-complete-config", action="store_true",
-                       help="judge as tritonserver --disable-auto-complete-config would")
+    check.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info"),
+        default="error",
+        help="lowest severity that makes the exit code 1 (default: error)",
+    )
+    check.add_argument(
+        "--exit-zero", action="store_true", help="exit 0 even when findings reach --fail-on"
+    )
+    check.add_argument(
+        "--select",
+        action="append",
+        metavar="IDS",
+        help="only these rules: ids, id prefixes (TD2) or names, comma-separated",
+    )
+    check.add_argument(
+        "--ignore",
+        action="append",
+        metavar="IDS",
+        help="skip these rules: ids, id prefixes or names, comma-separated",
+    )
+    check.add_argument(
+        "--disable-auto-complete-config",
+        action="store_true",
+        help="judge as tritonserver --disable-auto-complete-config would",
+    )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
     rules = commands.add_parser("rules", help="list the rules")
@@ -91,7 +107,8 @@ def _check(args: argparse.Namespace) -> int:
         from triton_doctor.report import text
 
         colour = args.color == "always" or (
-            args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ)
+            args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        )
         sys.stdout.write(text.render(result, repository.path, colour=colour))
     return code
 
@@ -115,8 +132,10 @@ def _rules(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     candidate = find_rule(args.rule)
     if candidate is None:
-        print(f"triton-doctor: no rule {args.rule!r}; `triton-doctor rules` lists them",
-              file=sys.stderr)
+        print(
+            f"triton-doctor: no rule {args.rule!r}; `triton-doctor rules` lists them",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     print(f"{candidate.id} {candidate.name} ({candidate.severity}): {candidate.title}\n")
     print(candidate.doc)

@@ -126,5 +126,5 @@ def from_jsonable(cls: Any, data: Any) -> Any:
             for f in dataclasses.fields(cls)
             if f.name in data and not f.metadata.get("transient")
         }
-        return cls(**kwargs)
+        return cls(**kwargs)  # type: ignore[operator]
     return data

@@ -73,7 +73,13 @@ class Finding:
     def fingerprint(self) -> str:
         """Stable across runs and machines: no absolute paths, no line numbers."""
         key = "\x1f".join(
-            [self.rule, self.model or "", self.version or "", self.location.field or "", self.message]
+            [
+                self.rule,
+                self.model or "",
+                self.version or "",
+                self.location.field or "",
+                self.message,
+            ]
         )
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 

@@ -94,14 +94,16 @@ def _field_before(text: str, line: int | None, column: int | None) -> str | None
 
 
 def parse(text: str) -> Any:
-    """Parse config.pbtxt text into a ModelConfig; raise ``ConfigSyntaxError`` if it does not parse."""
+    """Parse config.pbtxt text into a ModelConfig; raise ``ConfigSyntaxError`` if it cannot."""
     message = new_config()
     try:
         text_format.Parse(text, message)
     except text_format.ParseError as error:
         line, column = error.GetLine(), error.GetColumn()
         raise ConfigSyntaxError(
-            SyntaxProblem(line, column, _cpp_wording(str(error).split(" : ", 1)[-1], text, line, column))
+            SyntaxProblem(
+                line, column, _cpp_wording(str(error).split(" : ", 1)[-1], text, line, column)
+            )
         ) from None
     return message
 

@@ -67,16 +67,18 @@ def _backend_fields(config, model_name, has_version, has_file, has_dir) -> str |
                 config.platform = "tensorflow_graphdef"
     if config.platform in TF_FILENAME:
         config.backend = config.backend or "tensorflow"
-        config.default_model_filename = config.default_model_filename or TF_FILENAME[config.platform]
+        config.default_model_filename = (
+            config.default_model_filename or TF_FILENAME[config.platform]
+        )
         return None
     # Backends whose default file, or platform, names them.
     for backend, platform, filename, is_file in (
         ("tensorrt", "tensorrt_plan", "model.plan", has_file),
         ("onnxruntime", "onnxruntime_onnx", "model.onnx", lambda n: has_file(n) or has_dir(n)),
-        ("openvino", None, "model.xml", has_file),
+        ("openvino", "", "model.xml", has_file),
         ("pytorch", "pytorch_libtorch", "model.pt", has_file),
         ("pytorch", "torch_aoti", "model.pt2", has_file),
-        ("python", None, "model.py", has_file),
+        ("python", "", "model.py", has_file),
     ):
         if not config.backend and (
             (platform and config.platform == platform)
@@ -90,7 +92,9 @@ def _backend_fields(config, model_name, has_version, has_file, has_dir) -> str |
             config.default_model_filename = config.default_model_filename or filename
             return None
     if config.platform == "libtorch" and not config.backend:
-        config.backend = "pytorch"  # accepted here, refused later by the platform/backend pair check
+        config.backend = (
+            "pytorch"  # accepted here, refused later by the platform/backend pair check
+        )
     # A custom backend, named by the model directory: ``model.<backend>``.
     if not config.backend and not config.platform and not config.default_model_filename:
         if "." not in model_name:
@@ -109,6 +113,6 @@ def _defaults(config: Any) -> None:
     """NormalizeModelConfig: the defaults the server applies before validating."""
     if not config.HasField("version_policy"):
         config.version_policy.latest.num_versions = 1
-    if config.HasField("dynamic_batching") and not config.dynamic_batching.preferred_batch_size:
-        if config.max_batch_size > 0:
-            config.dynamic_batching.preferred_batch_size.append(config.max_batch_size)
+    batching = config.dynamic_batching if config.HasField("dynamic_batching") else None
+    if batching is not None and not batching.preferred_batch_size and config.max_batch_size > 0:
+        config.dynamic_batching.preferred_batch_size.append(config.max_batch_size)

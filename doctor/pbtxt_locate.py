@@ -49,7 +49,9 @@ def field_lines(text: str) -> dict[str, int]:
             position += 1
             return message(path, "}" if token == "{" else ">")
         position += 1  # a scalar; strings may be split into adjacent literals
-        while position < len(tokens) and tokens[position][0][:1] in ('"', "'") and token[:1] in "\"'":
+        while (
+            position < len(tokens) and tokens[position][0][:1] in ('"', "'") and token[:1] in "\"'"
+        ):
             position += 1
         return True
 
@@ -102,9 +104,8 @@ def _element(prefix, name, line, counts, lines, value) -> bool:  # type: ignore[
 
 
 def locate(lines: dict[str, int], field: str) -> int | None:
-    """The line of ``field``, or of its nearest written ancestor (``input[0].dims`` -> ``input[0]``).
-
-    Singular messages may be named without an index: ``dynamic_batching.max_queue_delay_microseconds``.
+    """The line of ``field``, or of its nearest written ancestor (``input[0].dims`` ->
+    ``input[0]``). Singular messages may be named without an index: ``dynamic_batching.x``.
     """
     parts = field.split(".")
     candidate = ".".join([p if "[" in p else p + "[0]" for p in parts[:-1]] + parts[-1:])

@@ -62,7 +62,7 @@ class ModelView:
 
     @property
     def state(self) -> str:
-        """"parsed", "absent" (no config.pbtxt) or "broken" (unreadable or malformed)."""
+        """ "parsed", "absent" (no config.pbtxt) or "broken" (unreadable or malformed)."""
         config = self.dir.config
         if self.dir.unreadable:
             return "broken"

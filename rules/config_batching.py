@@ -195,8 +195,11 @@ def invalid_dynamic_batching(model: ModelView, repository: RepositoryView) -> It
 
 
 def _false_true_fields(control: Any) -> list[str]:
-    return [f for f in ("int32_false_true", "fp32_false_true", "bool_false_true")
-            if len(getattr(control, f))]
+    return [
+        f
+        for f in ("int32_false_true", "fp32_false_true", "bool_false_true")
+        if len(getattr(control, f))
+    ]
 
 
 @rule("TD223", "invalid-sequence-batching", "error", "sequence_batching controls are invalid")
@@ -246,7 +249,8 @@ def invalid_sequence_batching(model: ModelView, repository: RepositoryView) -> I
             if kind in kinds:
                 yield Hit(
                     message=f"more than one control tensor of kind {kind}",
-                    triton_message=f"sequence batching specifies multiple {kind} tensors for {name}",
+                    triton_message=f"sequence batching specifies multiple {kind} tensors for "
+                    f"{name}",
                     fix=f"Keep one {kind} control.",
                     field=f"{where}.control",
                 )
@@ -268,7 +272,11 @@ def _control_values(control: Any, kind: str, name: str, where: str) -> Iterator[
                 field=f"{where}.control",
             )
         elif enum_name(control, "data_type", control.data_type) not in (
-            "TYPE_UINT64", "TYPE_INT64", "TYPE_UINT32", "TYPE_INT32", "TYPE_STRING"
+            "TYPE_UINT64",
+            "TYPE_INT64",
+            "TYPE_UINT32",
+            "TYPE_INT32",
+            "TYPE_STRING",
         ):
             yield Hit(
                 message="CONTROL_SEQUENCE_CORRID has an unsupported data_type",
@@ -282,14 +290,20 @@ def _control_values(control: Any, kind: str, name: str, where: str) -> Iterator[
     if kind not in ("CONTROL_SEQUENCE_START", "CONTROL_SEQUENCE_END", "CONTROL_SEQUENCE_READY"):
         return
     if not given:
-        text = ("sequence batching must specify either 'int32_false_true', 'fp32_false_true' or "
-                f"'bool_false_true' for {kind} for {name}")
+        text = (
+            "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or "
+            f"'bool_false_true' for {kind} for {name}"
+        )
     elif len(given) > 1:
-        text = ("sequence batching specifies more than one from 'int32_false_true', "
-                f"'fp32_false_true' and 'bool_false_true' for {kind} for {name}")
+        text = (
+            "sequence batching specifies more than one from 'int32_false_true', "
+            f"'fp32_false_true' and 'bool_false_true' for {kind} for {name}"
+        )
     elif len(getattr(control, given[0])) != 2:
-        text = (f"sequence batching control '{given[0]}' must have exactly 2 entries for "
-                f"{kind} for {name}")
+        text = (
+            f"sequence batching control '{given[0]}' must have exactly 2 entries for "
+            f"{kind} for {name}"
+        )
     else:
         return
     yield Hit(
@@ -330,8 +344,12 @@ def _oldest_strategy(config: Any) -> Iterator[Hit]:
             )
 
 
-@rule("TD224", "batching-without-dynamic-batcher", "warning",
-      "Batching model without dynamic_batching")
+@rule(
+    "TD224",
+    "batching-without-dynamic-batcher",
+    "warning",
+    "Batching model without dynamic_batching",
+)
 def batching_without_dynamic_batcher(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a model with `max_batch_size > 1` and neither `dynamic_batching` nor
@@ -342,7 +360,8 @@ def batching_without_dynamic_batcher(model: ModelView, repository: RepositoryVie
     Backend auto-complete adds `dynamic_batching {}` only for ONNX and TensorRT models whose
     config leaves it out and only when auto-complete is on.
 
-    Example: `max_batch_size: 32` alone → add `dynamic_batching { max_queue_delay_microseconds: 100 }`.
+    Example: `max_batch_size: 32` alone → add
+    `dynamic_batching { max_queue_delay_microseconds: 100 }`.
 
     Fix: add `dynamic_batching { }` with a small max_queue_delay_microseconds.
     """
@@ -363,8 +382,10 @@ def batching_without_dynamic_batcher(model: ModelView, repository: RepositoryVie
 
 
 def _autocomplete_adds_batcher(model: ModelView) -> bool:
-    return (not model.options.disable_auto_complete_config
-            and model.effective.backend in ("onnxruntime", "tensorrt"))
+    return not model.options.disable_auto_complete_config and model.effective.backend in (
+        "onnxruntime",
+        "tensorrt",
+    )
 
 
 @rule("TD225", "zero-queue-delay", "warning", "Preferred batch sizes with no queue delay")
@@ -379,10 +400,13 @@ def zero_queue_delay(model: ModelView, repository: RepositoryView) -> Iterator[H
 
     Example: `preferred_batch_size: [ 4, 8 ]` alone → add `max_queue_delay_microseconds: 100`.
 
-    Fix: set max_queue_delay_microseconds to a latency you can afford (100–1000 µs is common).
+    Fix: set max_queue_delay_microseconds to a latency you can afford (100-1000 µs is common).
     """
     config = model.effective
-    if not config.HasField("dynamic_batching") or config.dynamic_batching.max_queue_delay_microseconds:
+    if (
+        not config.HasField("dynamic_batching")
+        or config.dynamic_batching.max_queue_delay_microseconds
+    ):
         return
     written = list(model.raw.dynamic_batching.preferred_batch_size)
     if written and any(size != config.max_batch_size for size in written):
@@ -394,8 +418,9 @@ def zero_queue_delay(model: ModelView, repository: RepositoryView) -> Iterator[H
         )
 
 
-@rule("TD226", "dynamic-batching-no-batch", "warning",
-      "dynamic_batching on a model that cannot batch")
+@rule(
+    "TD226", "dynamic-batching-no-batch", "warning", "dynamic_batching on a model that cannot batch"
+)
 def dynamic_batching_no_batch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `dynamic_batching` on a model with `max_batch_size: 0`.
@@ -410,8 +435,11 @@ def dynamic_batching_no_batch(model: ModelView, repository: RepositoryView) -> I
     `dynamic_batching`.
     """
     config = model.effective
-    if config.HasField("dynamic_batching") and config.max_batch_size == 0 and not \
-            config.dynamic_batching.preferred_batch_size:
+    if (
+        config.HasField("dynamic_batching")
+        and config.max_batch_size == 0
+        and not config.dynamic_batching.preferred_batch_size
+    ):
         yield Hit(
             message="dynamic_batching is set but max_batch_size is 0: nothing can be batched",
             fix="Set max_batch_size > 0 (dims without the batch dimension), or remove "

@@ -25,9 +25,15 @@ PLATFORM_FOR_BACKEND = {
     "tensorflow": "tensorflow_savedmodel",
 }
 PLATFORM_TYPOS = {
-    "onnx": "onnxruntime_onnx", "onnxruntime": "onnxruntime_onnx", "tensorrt": "tensorrt_plan",
-    "trt": "tensorrt_plan", "pytorch": "pytorch_libtorch", "libtorch": "pytorch_libtorch",
-    "torch": "pytorch_libtorch", "python": None, "tensorflow": "tensorflow_savedmodel",
+    "onnx": "onnxruntime_onnx",
+    "onnxruntime": "onnxruntime_onnx",
+    "tensorrt": "tensorrt_plan",
+    "trt": "tensorrt_plan",
+    "pytorch": "pytorch_libtorch",
+    "libtorch": "pytorch_libtorch",
+    "torch": "pytorch_libtorch",
+    "python": None,
+    "tensorflow": "tensorflow_savedmodel",
 }
 
 
@@ -103,8 +109,7 @@ def platform_backend_mismatch(model: ModelView, repository: RepositoryView) -> I
     config = model.effective
     if config.backend in KNOWN_BACKENDS and PLATFORM_TYPE.get(config.platform) != config.backend:
         yield Hit(
-            message=f"platform '{config.platform}' does not belong to backend "
-            f"'{config.backend}'",
+            message=f"platform '{config.platform}' does not belong to backend '{config.backend}'",
             triton_message=f"unexpected 'platform' and 'backend' pair, got:{config.platform}, "
             f"{config.backend}",
             fix=f'Use platform: "{PLATFORM_FOR_BACKEND[config.backend]}" with backend '
@@ -135,8 +140,7 @@ def negative_max_batch_size(model: ModelView, repository: RepositoryView) -> Ite
         )
 
 
-@rule("TD209", "ensemble-scheduling-mismatch", "error",
-      "ensemble_scheduling and platform disagree")
+@rule("TD209", "ensemble-scheduling-mismatch", "error", "ensemble_scheduling and platform disagree")
 def ensemble_scheduling_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `platform: "ensemble"` comes with `ensemble_scheduling`, and

@@ -58,8 +58,11 @@ def instance_group_gpus(model: ModelView, repository: RepositoryView) -> Iterato
             if gpu < 0 or gpu >= MAX_GPUS_PER_NODE:
                 yield Hit(
                     message=f"instance group {name} names GPU {gpu}, which no machine has"
-                    + (" (ids start at 0)" if gpu < 0 else
-                       f" (ids run 0..N-1; no machine exposes {MAX_GPUS_PER_NODE} or more)"),
+                    + (
+                        " (ids start at 0)"
+                        if gpu < 0
+                        else f" (ids run 0..N-1; no machine exposes {MAX_GPUS_PER_NODE} or more)"
+                    ),
                     triton_message=f"instance group {name} of model {config.name} specifies "
                     f"invalid or unsupported gpu id {gpu}. GPUs with at least the minimum "
                     f"required CUDA compute compatibility of {MIN_COMPUTE_CAPABILITY} are:",
@@ -110,8 +113,7 @@ def instance_group_profile(model: ModelView, repository: RepositoryView) -> Iter
                 )
 
 
-@rule("TD233", "rate-limiter-resource", "error",
-      "Rate-limiter resource both global and per-device")
+@rule("TD233", "rate-limiter-resource", "error", "Rate-limiter resource both global and per-device")
 def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a rate-limiter resource name declared both `global: true` and per-device
@@ -152,7 +154,9 @@ def instance_count_silent(model: ModelView, repository: RepositoryView) -> Itera
     Fix: set count >= 1, or remove the group.
     """
     for index, name, group in groups(model.effective):
-        if group.count < 0 or (group.count == 0 and model.written(f"instance_group[{index}].count")):
+        if group.count < 0 or (
+            group.count == 0 and model.written(f"instance_group[{index}].count")
+        ):
             yield Hit(
                 message=f"instance group {name} has count {group.count}",
                 fix="Set count: 1 or more.",

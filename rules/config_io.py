@@ -70,8 +70,9 @@ def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
     config = model.effective
     # With auto-complete on, these backends may complete tensors from the model file (or
     # model.py's auto_complete_config) before the server validates them at load.
-    may_complete = (not model.options.disable_auto_complete_config
-                    and config.backend in AUTOCOMPLETE_BACKENDS)
+    may_complete = (
+        not model.options.disable_auto_complete_config and config.backend in AUTOCOMPLETE_BACKENDS
+    )
     later = Severity.WARNING if may_complete else None
     for kind, index, tensor in _tensors(config):
         where = f"{kind}[{index}]"
@@ -124,7 +125,8 @@ def invalid_dims(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
                 message=f"{kind} '{tensor.name}' has dims {dims_text(tensor.dims)}: "
                 f"{bad[0]} is not a valid size",
                 triton_message=_say(
-                    kind, tensor,
+                    kind,
+                    tensor,
                     "dimension must be integer >= 1, or -1 to indicate a variable-size dimension",
                     config.name,
                 ),
@@ -157,13 +159,17 @@ def invalid_reshape(model: ModelView, repository: RepositoryView) -> Iterator[Hi
         where = f"{kind}[{index}].reshape"
         text = None
         if not shape and config.max_batch_size == 0:
-            text = ("cannot have empty reshape for non-batching model as scalar tensors are "
-                    "not supported")
+            text = (
+                "cannot have empty reshape for non-batching model as scalar tensors are "
+                "not supported"
+            )
         elif any(d < 1 and d != WILDCARD for d in dims):
             continue  # TD212 reports it; core stops there
         elif any(d < 1 and d != WILDCARD for d in shape):
-            text = ("reshape dimensions must be integer >= 1, or -1 to indicate a "
-                    "variable-size dimension")
+            text = (
+                "reshape dimensions must be integer >= 1, or -1 to indicate a "
+                "variable-size dimension"
+            )
         else:
             dims_size, reshape_size = element_count(dims), element_count(shape)
             if dims_size != reshape_size and (reshape_size != 0 or dims_size != 1):

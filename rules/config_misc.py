@@ -13,8 +13,12 @@ from triton_doctor.view import ModelView, RepositoryView
 ELEMENT_BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 2, 8: 4, 9: 8, 10: 2, 11: 4, 12: 8, 14: 2}
 
 
-@rule("TD241", "response-cache-conflict", "error",
-      "Response cache with sequence batching or decoupled mode")
+@rule(
+    "TD241",
+    "response-cache-conflict",
+    "error",
+    "Response cache with sequence batching or decoupled mode",
+)
 def response_cache_conflict(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `response_cache { enable: true }` together with `sequence_batching` or
@@ -76,8 +80,12 @@ def invalid_model_metrics(model: ModelView, repository: RepositoryView) -> Itera
             text = "histogram options must specify non-empty 'buckets'"
         else:
             continue
-        yield Hit(message=f"metric_control #{index + 1}: {text}", triton_message=text,
-                  fix="Give metric_identifier.family and histogram_options.buckets.", field=where)
+        yield Hit(
+            message=f"metric_control #{index + 1}: {text}",
+            triton_message=text,
+            fix="Give metric_identifier.family and histogram_options.buckets.",
+            field=where,
+        )
 
 
 @rule("TD243", "invalid-warmup", "error", "model_warmup cannot run")
@@ -99,43 +107,58 @@ def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit
     if not config.model_warmup:
         return
     if is_ensemble(config):
-        yield Hit(message="model_warmup on an ensemble",
-                  triton_message=f"model_warmup can not be specified for ensemble '{config.name}'",
-                  fix="Warm up the composing models instead.", field="model_warmup")
+        yield Hit(
+            message="model_warmup on an ensemble",
+            triton_message=f"model_warmup can not be specified for ensemble '{config.name}'",
+            fix="Warm up the composing models instead.",
+            field="model_warmup",
+        )
         return
     inputs = {tensor.name for tensor in config.input}
     tree = set(model.dir.tree)
     for index, sample in enumerate(config.model_warmup):
         where = f"model_warmup[{index}]"
         if sample.batch_size > max(config.max_batch_size, 1):
-            yield Hit(message=f"warmup '{sample.name}' batch_size {sample.batch_size} exceeds "
-                      f"max_batch_size {config.max_batch_size}",
-                      fix=f"Use batch_size <= {max(config.max_batch_size, 1)}.",
-                      field=f"{where}.batch_size")
+            yield Hit(
+                message=f"warmup '{sample.name}' batch_size {sample.batch_size} exceeds "
+                f"max_batch_size {config.max_batch_size}",
+                fix=f"Use batch_size <= {max(config.max_batch_size, 1)}.",
+                field=f"{where}.batch_size",
+            )
         for name in sorted(sample.inputs):
             tensor = sample.inputs[name]
             if inputs and name not in inputs:
-                yield Hit(message=f"warmup '{sample.name}' feeds '{name}', which is not an input "
-                          f"(inputs: {', '.join(sorted(inputs))})",
-                          fix="Key warmup inputs by the model's input names.", field=f"{where}.inputs")
+                yield Hit(
+                    message=f"warmup '{sample.name}' feeds '{name}', which is not an input "
+                    f"(inputs: {', '.join(sorted(inputs))})",
+                    fix="Key warmup inputs by the model's input names.",
+                    field=f"{where}.inputs",
+                )
             if any(d == -1 for d in tensor.dims):
-                yield Hit(message=f"warmup '{sample.name}' input '{name}' has variable dims",
-                          triton_message="warmup setting expects all variable-size dimensions "
-                          f"are specified for input '{name}'",
-                          fix="Give every dimension a concrete size.", field=f"{where}.inputs")
+                yield Hit(
+                    message=f"warmup '{sample.name}' input '{name}' has variable dims",
+                    triton_message="warmup setting expects all variable-size dimensions "
+                    f"are specified for input '{name}'",
+                    fix="Give every dimension a concrete size.",
+                    field=f"{where}.inputs",
+                )
                 continue
             source = tensor.WhichOneof("input_data_type")
             if source is None:
-                yield Hit(message=f"warmup '{sample.name}' input '{name}' has no data source",
-                          triton_message=f"warmup setting expects input '{name}' to have "
-                          "input_data_type set",
-                          fix="Add zero_data: true, random_data: true or input_data_file.",
-                          field=f"{where}.inputs")
+                yield Hit(
+                    message=f"warmup '{sample.name}' input '{name}' has no data source",
+                    triton_message=f"warmup setting expects input '{name}' to have "
+                    "input_data_type set",
+                    fix="Add zero_data: true, random_data: true or input_data_file.",
+                    field=f"{where}.inputs",
+                )
             elif source == "input_data_file":
                 path = f"warmup/{tensor.input_data_file}"
                 if path not in tree:
-                    yield Hit(message=f"warmup data file {path} does not exist",
-                              triton_message=f"failed to open text file for read "
-                              f"{model.dir.path}/{path}: No such file or directory",
-                              fix=f"Write the raw tensor bytes to {model.dir.path}/{path}.",
-                              field=f"{where}.inputs")
+                    yield Hit(
+                        message=f"warmup data file {path} does not exist",
+                        triton_message=f"failed to open text file for read "
+                        f"{model.dir.path}/{path}: No such file or directory",
+                        fix=f"Write the raw tensor bytes to {model.dir.path}/{path}.",
+                        field=f"{where}.inputs",
+                    )

@@ -10,10 +10,21 @@ from triton_doctor.registry import rule
 from triton_doctor.view import ModelView, RepositoryView
 
 WIRE_TYPES = {
-    "BOOL": "TYPE_BOOL", "UINT8": "TYPE_UINT8", "UINT16": "TYPE_UINT16", "UINT32": "TYPE_UINT32",
-    "UINT64": "TYPE_UINT64", "INT8": "TYPE_INT8", "INT16": "TYPE_INT16", "INT32": "TYPE_INT32",
-    "INT64": "TYPE_INT64", "FP16": "TYPE_FP16", "FP32": "TYPE_FP32", "FP64": "TYPE_FP64",
-    "BYTES": "TYPE_STRING", "BF16": "TYPE_BF16", "STRING": "TYPE_STRING",
+    "BOOL": "TYPE_BOOL",
+    "UINT8": "TYPE_UINT8",
+    "UINT16": "TYPE_UINT16",
+    "UINT32": "TYPE_UINT32",
+    "UINT64": "TYPE_UINT64",
+    "INT8": "TYPE_INT8",
+    "INT16": "TYPE_INT16",
+    "INT32": "TYPE_INT32",
+    "INT64": "TYPE_INT64",
+    "FP16": "TYPE_FP16",
+    "FP32": "TYPE_FP32",
+    "FP64": "TYPE_FP64",
+    "BYTES": "TYPE_STRING",
+    "BF16": "TYPE_BF16",
+    "STRING": "TYPE_STRING",
 }
 _COMMENT = re.compile(r"#[^\n]*")
 _TEMPLATE = re.compile(r"\$\{[^}\n]*\}?|\{\{[^}\n]*\}\}")
@@ -70,7 +81,9 @@ def config_syntax(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
     )
 
 
-@rule("TD202", "unrendered-template", "error", "Template placeholder left in config.pbtxt", needs=())
+@rule(
+    "TD202", "unrendered-template", "error", "Template placeholder left in config.pbtxt", needs=()
+)
 def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `${...}` or `{{...}}` placeholders outside comments, the mark of a

@@ -29,8 +29,13 @@ def _step_problems(config: Any) -> Iterator[tuple[str, str]]:
                 yield f"must specify '{field}' in step {index} of ensemble '{name}'", where
         for tensor in step.output_map.values():
             if tensor in produced:
-                yield (f"ensemble tensor '{tensor}' can appear in an output map only once for "
-                       f"ensemble '{name}' step {index}"), f"{where}.output_map"
+                yield (
+                    (
+                        f"ensemble tensor '{tensor}' can appear in an output map only once for "
+                        f"ensemble '{name}' step {index}"
+                    ),
+                    f"{where}.output_map",
+                )
             produced.add(tensor)
 
 
@@ -60,17 +65,24 @@ def _flow_problems(config: Any) -> Iterator[tuple[str, str]]:
             yield f"ensemble output '{tensor.name}' for ensemble {name}' is not used", "output"
         elif tensor.name not in ready:
             culprit = _first_unconnected(tensor.name, steps, produced, ready)
-            suffix = f": at least one of its depending tensors, '{culprit}', is not connected" \
-                if culprit and culprit != tensor.name else ""
+            suffix = (
+                f": at least one of its depending tensors, '{culprit}', is not connected"
+                if culprit and culprit != tensor.name
+                else ""
+            )
             yield f"output '{tensor.name}' for ensemble '{name}' is not written{suffix}", "output"
     inputs = {t.name for t in config.input}
     for tensor in sorted(tensors - inputs - outputs):
         if tensor not in ready or tensor not in consumed:
-            yield f"ensemble tensor '{tensor}' is unused in ensemble '{name}'", "ensemble_scheduling"
+            yield (
+                f"ensemble tensor '{tensor}' is unused in ensemble '{name}'",
+                "ensemble_scheduling",
+            )
 
 
-def _first_unconnected(tensor: str, steps: list[Any], produced: dict[str, int],
-                       ready: set[str]) -> str | None:
+def _first_unconnected(
+    tensor: str, steps: list[Any], produced: dict[str, int], ready: set[str]
+) -> str | None:
     """Walk back through not-ready producers to a tensor nothing produces."""
     seen: set[str] = set()
     while tensor not in seen:
@@ -105,7 +117,10 @@ def ensemble_structure(model: ModelView, repository: RepositoryView) -> Iterator
     structural = list(_step_problems(config))
     problems = structural or list(_flow_problems(config))
     for text, field in problems:
-        yield Hit(message=text, triton_message=text,
-                  fix="Connect each step to tensors that earlier steps or the ensemble "
-                  "inputs provide; remove what the server says should not be there.",
-                  field=field)
+        yield Hit(
+            message=text,
+            triton_message=text,
+            fix="Connect each step to tensors that earlier steps or the ensemble "
+            "inputs provide; remove what the server says should not be there.",
+            field=field,
+        )

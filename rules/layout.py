@@ -37,7 +37,8 @@ def stray_directory(model: ModelView, repository: RepositoryView) -> Iterator[Hi
         yield Hit(
             message=f"'{model.name}' is not a model, but the server polls every subdirectory "
             "of the repository as one and fails on it",
-            triton_message=model.autocomplete_error,
+            triton_message=model.autocomplete_error
+            or (None if model.loaded_versions else _no_version_message(model)),
             fix=f"Delete {model.dir.path}, or start the server with "
             "--model-control-mode=explicit and --load-model for each real model.",
             path=model.dir.path,
@@ -90,6 +91,12 @@ def name_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
         )
 
 
+def _no_version_message(model: ModelView) -> str:
+    return (
+        f"at least one version must be available under the version policy of model '{model.name}'"
+    )
+
+
 @rule("TD104", "no-loadable-version", "error", "No version for the server to load")
 def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -104,14 +111,13 @@ def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterato
     Fix: put the model files in a numeric version directory (`1/`), and check
     `version_policy`.
     """
-    if model.loaded_versions:
+    if model.loaded_versions or is_stray(model):
         return
     found = [v.name for v in model.versions if v.quirk != "reserved"]
     yield Hit(
         message=f"no version directory the policy selects; subdirectories: "
         f"{', '.join(found) or 'none'}",
-        triton_message=f"at least one version must be available under the version policy of "
-        f"model '{model.name}'",
+        triton_message=_no_version_message(model),
         fix=f"Create {model.dir.path}/1/ with the model file in it"
         + (" (version names are plain integers)" if found else "")
         + ", or make version_policy select a present version.",
@@ -119,8 +125,7 @@ def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterato
     )
 
 
-@rule("TD105", "version-dir-ignored", "warning", "Version directory the server ignores",
-      needs=())
+@rule("TD105", "version-dir-ignored", "warning", "Version directory the server ignores", needs=())
 def version_dir_ignored(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: subdirectories whose names the server skips as versions: leading zeros
@@ -135,11 +140,15 @@ def version_dir_ignored(model: ModelView, repository: RepositoryView) -> Iterato
     """
     for version in model.versions:
         if version.quirk == "leading-zeros":
-            text = (f"ignore version directory '{version.name}' which contains leading zeros in "
-                    "its directory name")
+            text = (
+                f"ignore version directory '{version.name}' which contains leading zeros in "
+                "its directory name"
+            )
         elif version.quirk == "not-numeric":
-            text = (f"ignore version directory '{version.name}' which fails to convert to "
-                    "integral number")
+            text = (
+                f"ignore version directory '{version.name}' which fails to convert to "
+                "integral number"
+            )
         else:
             continue
         yield Hit(
@@ -151,8 +160,7 @@ def version_dir_ignored(model: ModelView, repository: RepositoryView) -> Iterato
         )
 
 
-@rule("TD106", "version-dir-misread", "warning", "Version directory the server misreads",
-      needs=())
+@rule("TD106", "version-dir-misread", "warning", "Version directory the server misreads", needs=())
 def version_dir_misread(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: subdirectory names the server reads as a number taken from their start
@@ -215,15 +223,21 @@ def specific_version_missing(model: ModelView, repository: RepositoryView) -> It
 def default_model_file(model: ModelView) -> tuple[str, bool] | None:
     """(file name, may be a directory) the backend opens in a version directory, if known."""
     config = model.effective
-    defaults = {"tensorrt": "model.plan", "onnxruntime": "model.onnx", "openvino": "model.xml",
-                "python": "model.py"}
+    defaults = {
+        "tensorrt": "model.plan",
+        "onnxruntime": "model.onnx",
+        "openvino": "model.xml",
+        "python": "model.py",
+    }
     if config.backend == "pytorch":
         name = config.default_model_filename or (
-            "model.pt2" if config.platform == "torch_aoti" else "model.pt")
+            "model.pt2" if config.platform == "torch_aoti" else "model.pt"
+        )
         return name, False
     if config.backend in defaults:
-        return config.default_model_filename or defaults[config.backend], \
-            config.backend == "onnxruntime"
+        return config.default_model_filename or defaults[
+            config.backend
+        ], config.backend == "onnxruntime"
     if config.platform in ("tensorflow_savedmodel", "tensorflow_graphdef"):
         return config.default_model_filename, config.platform == "tensorflow_savedmodel"
     return None
@@ -303,10 +317,15 @@ def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit
     strict = model.options.disable_auto_complete_config
     yield Hit(
         message="no config.pbtxt: "
-        + ("with --disable-auto-complete-config the model cannot load" if strict
-           else "the server will auto-complete the configuration from the model file"),
+        + (
+            "with --disable-auto-complete-config the model cannot load"
+            if strict
+            else "the server will auto-complete the configuration from the model file"
+        ),
         triton_message=f"failed to open text file for read {model.config_path}: No such file "
-        "or directory" if strict else None,
+        "or directory"
+        if strict
+        else None,
         fix=f"Write {model.config_path}.",
         severity=Severity.ERROR if strict else None,
         path=model.dir.path,
@@ -373,8 +392,12 @@ def model_dir_unreadable(model: ModelView, repository: RepositoryView) -> Iterat
         )
 
 
-@rule("TD112", "autocomplete-wrong-dir", "warning",
-      "The server infers the backend from a non-version directory")
+@rule(
+    "TD112",
+    "autocomplete-wrong-dir",
+    "warning",
+    "The server infers the backend from a non-version directory",
+)
 def autocomplete_wrong_dir(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a config without `backend`/`platform`, where the lexicographically first
@@ -422,8 +445,11 @@ def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hi
     search = [str(v) for v in model.loaded_versions[:1]] + [""]
     for base in search:
         target = posixpath.normpath(posixpath.join(base or ".", runtime))
-        escapes = target == ".." or target.startswith("../") or (
-            bool(base) and not target.startswith(base + "/"))
+        escapes = (
+            target == ".."
+            or target.startswith("../")
+            or (bool(base) and not target.startswith(base + "/"))
+        )
         if target in tree or (escapes and base == search[0]):
             if escapes:
                 libdir = f"{model.dir.path}/{base}" if base else model.dir.path

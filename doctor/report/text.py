@@ -27,9 +27,15 @@ def _wrap(label: str, text: str) -> list[str]:
     for index, paragraph in enumerate(text.splitlines() or [""]):
         first = INDENT + (label if index == 0 else " " * len(label))
         lines.extend(
-            textwrap.wrap(paragraph, WIDTH, initial_indent=first,
-                          subsequent_indent=INDENT + " " * len(label),
-                          break_long_words=True, break_on_hyphens=False) or [first.rstrip()]
+            textwrap.wrap(
+                paragraph,
+                WIDTH,
+                initial_indent=first,
+                subsequent_indent=INDENT + " " * len(label),
+                break_long_words=True,
+                break_on_hyphens=False,
+            )
+            or [first.rstrip()]
         )
     return lines
 
@@ -37,7 +43,7 @@ def _wrap(label: str, text: str) -> list[str]:
 def _where(finding: Finding, model_path: str | None) -> str:
     path = finding.location.path or ""
     if model_path and path.startswith(model_path + "/"):
-        path = path[len(model_path) + 1:]
+        path = path[len(model_path) + 1 :]
     elif model_path and path == model_path:
         path = ""
     return f"{path}:{finding.location.line}" if path and finding.location.line else path
@@ -65,8 +71,10 @@ def render(result: Result, target: str, colour: bool = False) -> str:
         out.append("")
     counts = summary(result)
     affected = len({f.model for f in result.findings})
-    line = (f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info "
-            f"in {affected} of {result.models} models ({result.rules_run} rules")
+    line = (
+        f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info "
+        f"in {affected} of {result.models} models ({result.rules_run} rules"
+    )
     line += f", {counts['skipped']} skipped)" if counts["skipped"] else ")"
     mark = style("✗", "31") if counts["error"] else style("✓", "32")
     out.append(f"{mark} {target}: {line}")

@@ -144,7 +144,7 @@ GOOD_CASES: list[Case] = [
 ]
 
 
-def broken(
+def variant(
     name: str,
     what: str,
     expect: str,
@@ -205,108 +205,108 @@ NO_VERSION = "at least one version must be available under the version policy of
 BROKEN_CASES: list[Case] = [
     # Poll-time: the config cannot be read or fails ValidateModelConfig. The load answer is
     # only "failed to poll from model repository"; the reason is in the log.
-    broken(
+    variant(
         "name_mismatch",
         "name in config.pbtxt differs from the directory name",
         "unexpected directory name 'name_mismatch' for model 'some_other_name', "
         "directory name must equal model name",
         config_name="some_other_name",
     ),
-    broken(
+    variant(
         "enum_float32",
         "unknown enum value TYPE_FLOAT32 (numpy spelling)",
         'Unknown enumeration value of "TYPE_FLOAT32" for field "data_type"',
         inputs=io("input", 'name: "INPUT0" data_type: TYPE_FLOAT32 dims: [ 4 ]'),
     ),
-    broken(
+    variant(
         "wire_dtype",
         "wire dtype FP32 instead of the enum TYPE_FP32",
         'Unknown enumeration value of "FP32" for field "data_type"',
         inputs=io("input", 'name: "INPUT0" data_type: FP32 dims: [ 4 ]'),
     ),
-    broken(
+    variant(
         "template_mbs",
         "unrendered template placeholder in max_batch_size",
         "Expected integer, got: $",
         max_batch_size="${mbs}",
     ),
-    broken(
+    variant(
         "unknown_field",
         "misspelt field max_queue_delay_ms in dynamic_batching",
         'Message type "inference.ModelDynamicBatching" has no field named "max_queue_delay_ms"',
         extra="dynamic_batching { max_queue_delay_ms: 100 }",
     ),
-    broken(
+    variant(
         "negative_mbs",
         "max_batch_size -1",
         "'max_batch_size' must be non-negative value",
         max_batch_size="-1",
     ),
-    broken(
+    variant(
         "preferred_gt_max",
         "preferred_batch_size larger than max_batch_size",
         "dynamic batching preferred size must be <= max batch size",
         extra="dynamic_batching { preferred_batch_size: [ 16 ] }",
     ),
-    broken(
+    variant(
         "preferred_zero",
         "preferred_batch_size 0",
         "dynamic batching preferred size must be positive",
         extra="dynamic_batching { preferred_batch_size: [ 0 ] }",
     ),
-    broken(
+    variant(
         "priority_default_out_of_range",
         "default_priority_level above priority_levels",
         "default priority level must be in range [1, 2]",
         extra="dynamic_batching { priority_levels: 2 default_priority_level: 5 }",
     ),
-    broken(
+    variant(
         "priority_queue_policy_out_of_range",
         "priority_queue_policy for a level above priority_levels",
         "priority queue policy must have priority level in range [1, 2]",
         extra="dynamic_batching { priority_levels: 2 default_priority_level: 1 "
         "priority_queue_policy { key: 3 value: { max_queue_size: 1 } } }",
     ),
-    broken(
+    variant(
         "preserve_ordering_delay",
         "preserve_ordering with a DELAY timeout action",
         "Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true",
         extra="dynamic_batching { preserve_ordering: true default_queue_policy "
         "{ timeout_action: DELAY default_timeout_microseconds: 100 } }",
     ),
-    broken(
+    variant(
         "seq_control_reused",
         "one sequence control tensor used for two control kinds",
         "sequence batching control tensor 'CTRL' is specified for multiple control kinds",
         extra=SEQ_CONTROL_REUSED,
     ),
-    broken(
+    variant(
         "seq_control_no_values",
         "CONTROL_SEQUENCE_START without int32_false_true (or fp32/bool)",
         "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or "
         "'bool_false_true' for CONTROL_SEQUENCE_START",
         extra=SEQ_CONTROL_NO_VALUES,
     ),
-    broken(
+    variant(
         "platform_onnx",
         "unknown platform 'onnx'",
         "unexpected platform type 'onnx'",
         header='platform: "onnx"',
     ),
-    broken(
+    variant(
         "platform_ensemble_backend_python",
         "platform ensemble together with backend python",
         "must have platform type 'ensemble' and empty backend type",
         header='platform: "ensemble"\nbackend: "python"',
     ),
-    broken(
+    variant(
         "ensemble_scheduling_not_ensemble",
         "ensemble_scheduling on a Python model",
         "ensemble scheduling cannot be set for model 'ensemble_scheduling_not_ensemble' "
         "whose platform is not ensemble",
         extra=ENSEMBLE_STEP_ON_PYTHON,
     ),
-    broken(
+    variant(
         "ensemble_without_scheduling",
         "platform ensemble without ensemble_scheduling",
         "ensemble scheduling must be set for ensemble ensemble_without_scheduling "
@@ -315,7 +315,7 @@ BROKEN_CASES: list[Case] = [
         instances="",
         versions=(),
     ),
-    broken(
+    variant(
         "cache_decoupled",
         "response_cache enabled on a decoupled model",
         "Response Cache does not currently support model cache_decoupled with 'decoupled' "
@@ -330,60 +330,60 @@ BROKEN_CASES: list[Case] = [
         "configuration. Expected model name of the form 'model.<backend_name>'.",
     ),
     # Version layout: reported in the load answer.
-    broken("no_version_dir", "no version directory at all", NO_VERSION, versions=()),
-    broken("only_v1_dir", "only a version directory named 'v1'", NO_VERSION, versions=("v1",)),
-    broken(
+    variant("no_version_dir", "no version directory at all", NO_VERSION, versions=()),
+    variant("only_v1_dir", "only a version directory named 'v1'", NO_VERSION, versions=("v1",)),
+    variant(
         "policy_specific_missing",
         "version_policy specific [2] when only 1/ exists",
         NO_VERSION,
         extra="version_policy: { specific: { versions: [ 2 ] } }",
     ),
-    broken(
+    variant(
         "latest_zero",
         "version_policy latest with num_versions 0",
         NO_VERSION,
         extra="version_policy: { latest: { num_versions: 0 } }",
     ),
     # Load-time: ValidateModelIOConfig and instance/model creation. In the load answer.
-    broken(
+    variant(
         "dims_empty",
         "input with empty dims",
         "model input 'INPUT0' must specify 'dims'",
         inputs=io("input", 'name: "INPUT0" data_type: TYPE_FP32 dims: [ ]'),
     ),
-    broken(
+    variant(
         "dims_zero",
         "an input dimension of 0",
         "model input 'INPUT0' dimension must be integer >= 1, or -1 to indicate a "
         "variable-size dimension",
         inputs=io("input", 'name: "INPUT0" data_type: TYPE_FP32 dims: [ 0 ]'),
     ),
-    broken(
+    variant(
         "dims_minus_two",
         "an output dimension of -2",
         "model output 'OUTPUT0' dimension must be integer >= 1, or -1 to indicate a "
         "variable-size dimension",
         outputs=io("output", 'name: "OUTPUT0" data_type: TYPE_FP32 dims: [ -2 ]'),
     ),
-    broken(
+    variant(
         "input_no_dtype",
         "input without data_type",
         "model input 'INPUT0' must specify 'data_type'",
         inputs=io("input", 'name: "INPUT0" dims: [ 4 ]'),
     ),
-    broken(
+    variant(
         "output_no_name",
         "output without name",
         "model output must specify 'name'",
         outputs=io("output", "data_type: TYPE_FP32 dims: [ 4 ]"),
     ),
-    broken(
+    variant(
         "reshape_count",
         "reshape with a different element count than dims",
         "model input 'INPUT0' has different size for dims and reshape",
         inputs=io("input", f"{FP32_4} reshape: {{ shape: [ 5 ] }}"),
     ),
-    broken(
+    variant(
         "reshape_variable",
         "reshape with a different number of variable-size dims",
         "model input 'INPUT0' has different number of variable-size dimensions for dims and "
@@ -393,7 +393,7 @@ BROKEN_CASES: list[Case] = [
             'name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] reshape: { shape: [ -1, -1 ] }',
         ),
     ),
-    broken(
+    variant(
         "reshape_empty_nonbatch",
         "empty reshape on a non-batching model",
         "model input 'INPUT0' cannot have empty reshape for non-batching model as scalar "
@@ -403,7 +403,7 @@ BROKEN_CASES: list[Case] = [
             "input", 'name: "INPUT0" data_type: TYPE_FP32 dims: [ 1 ] reshape: { shape: [ ] }'
         ),
     ),
-    broken(
+    variant(
         "nhwc_two_dims",
         "input format FORMAT_NHWC with 2 dims",
         "model input NHWC/NCHW require 3 dims",
@@ -411,7 +411,7 @@ BROKEN_CASES: list[Case] = [
             "input", 'name: "INPUT0" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 2, 2 ]'
         ),
     ),
-    broken(
+    variant(
         "shape_tensor_python",
         "is_shape_tensor on a Python model input",
         "shape tensors are only supported for TensorRT platform",
@@ -419,53 +419,53 @@ BROKEN_CASES: list[Case] = [
             "input", 'name: "INPUT0" data_type: TYPE_INT32 dims: [ 1 ] is_shape_tensor: true'
         ),
     ),
-    broken(
+    variant(
         "batch_input_no_source",
         "batch_input without source_input",
         "batch input kind 'BATCH_ELEMENT_COUNT' expects 1 source input, got 0",
         extra='batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "COUNT" '
         "data_type: TYPE_FP32 } ]",
     ),
-    broken(
+    variant(
         "batch_output_no_source",
         "batch_output without source_input",
         "batch output kind 'BATCH_SCATTER_WITH_INPUT_SHAPE' expects 1 source input, got 0",
         extra='batch_output [ { target_name: [ "OUTPUT0" ] '
         "kind: BATCH_SCATTER_WITH_INPUT_SHAPE } ]",
     ),
-    broken(
+    variant(
         "cpu_with_gpus",
         "KIND_CPU instance group that lists gpus",
         "instance group cpu_with_gpus_0 of model cpu_with_gpus has kind KIND_CPU but "
         "specifies one or more GPUs",
         instances="instance_group [ { kind: KIND_CPU count: 1 gpus: [ 0 ] } ]",
     ),
-    broken(
+    variant(
         "model_with_gpus",
         "KIND_MODEL instance group that lists gpus",
         "instance group model_with_gpus_0 of model model_with_gpus has kind KIND_MODEL but "
         "specifies one or more GPUs",
         instances="instance_group [ { kind: KIND_MODEL count: 1 gpus: [ 0 ] } ]",
     ),
-    broken(
+    variant(
         "profile_python",
         "TensorRT 'profile' in an instance group of a Python model",
         "specifies profile field which is only supported for TensorRT models",
         instances='instance_group [ { kind: KIND_CPU count: 1 profile: [ "0" ] } ]',
     ),
-    broken(
+    variant(
         "label_missing",
         "label_filename that does not exist",
         "failed to open text file for read",
         outputs=io("output", f'{LABELLED}"labels.txt"'),
     ),
-    broken(
+    variant(
         "label_outside",
         "label_filename '../x.txt' pointing outside the model directory (and missing)",
         "failed to open text file for read",
         outputs=io("output", f'{LABELLED}"../x.txt"'),
     ),
-    broken(
+    variant(
         "warmup_no_source",
         "model_warmup input without a data source (zero_data, random_data or input_data_file)",
         "warmup setting expects input 'INPUT0' to have input_data_type set",
@@ -526,39 +526,39 @@ instance_group [
 ACCEPTED_SILENTLY: list[Case] = [
     # Suggested as broken, but 2.51.0 loads them READY without a word in the log. Kept as
     # facts: a linter may warn about them, but must not claim the server refuses them.
-    broken(
+    variant(
         "platform_ort_backend_python",
         "platform onnxruntime_onnx together with backend python (runs as python)",
         "",
         header='platform: "onnxruntime_onnx"\nbackend: "python"',
     ),
-    broken(
+    variant(
         "rate_limiter_global_and_device",
         "a rate-limiter resource declared both global and per-device (--rate-limit=off)",
         "",
         instances=RATE_LIMITED_TWICE,
     ),
-    broken(
+    variant(
         "dynamic_batching_mbs0",
         "dynamic_batching on a model with max_batch_size 0",
         "",
         max_batch_size="0",
         extra="dynamic_batching { }",
     ),
-    broken(
+    variant(
         "duplicate_output",
         "two outputs with the same name",
         "",
         outputs='output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] }, '
         '{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]',
     ),
-    broken(
+    variant(
         "instance_count_zero",
         "instance_group count 0 (one instance is created anyway)",
         "",
         instances="instance_group [ { kind: KIND_CPU count: 0 } ]",
     ),
-    broken(
+    variant(
         "ragged_nonbatching",
         "allow_ragged_batch on a model with max_batch_size 0",
         "",
@@ -567,7 +567,7 @@ ACCEPTED_SILENTLY: list[Case] = [
             "input", 'name: "INPUT0" data_type: TYPE_FP32 dims: [ -1 ] allow_ragged_batch: true'
         ),
     ),
-    broken(
+    variant(
         "oldest_zero_candidates",
         "sequence_batching oldest with max_candidate_sequences 0",
         "",

@@ -19,7 +19,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +109,8 @@ def refusal_from_log(model: str, log: list[LogLine]) -> Refusal | None:
             for earlier in reversed(log[:position]):
                 if earlier.level == "libprotobuf":
                     reason = f"{earlier.message}\n{reason}"
-                    source = f"log: libprotobuf ({earlier.where}) + Poll failed ({line.where})"
+                    where = earlier.where.rsplit("/", 1)[-1]
+                    source = f"log: libprotobuf ({where}) + Poll failed ({line.where})"
                     break
         return Refusal(model, reason, source)
     prefix = f"failed to load model '{model}': "
@@ -259,7 +260,7 @@ def load_all(
     return ExplicitModeResult(server.repository, loads, refusals, entries, log_text)
 
 
-def agreeing(findings: list[Mapping[str, Any]], said: Refusal) -> list[Mapping[str, Any]]:
+def agreeing(findings: Sequence[Mapping[str, Any]], said: Refusal) -> list[Mapping[str, Any]]:
     """Error findings whose ``triton_message`` quotes what the server said (or vice versa)."""
     text, reason = said.text, said.reason.strip()
     matches = []

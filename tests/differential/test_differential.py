@@ -8,7 +8,9 @@ is its own test:
   the text seen when the case was written (asserted first, so a change of server shows up
   here and not as a linter failure); (b) triton-doctor has an error finding for the model
   whose ``triton_message`` quotes that reason (or is quoted by it);
-* good case: the server made it READY and triton-doctor reports no error for it.
+* good case: the server made it READY and triton-doctor reports no error for it;
+* accepted-silently case: a fact about the server only (it loads READY), so that a linter
+  warning about it never claims the server refuses it.
 
 The hidden-directory case needs the default model-control mode, where the whole server exits;
 it gets its own short server run, started alongside the main one.
@@ -16,13 +18,14 @@ it gets its own short server run, started alongside the main one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from tritonserver import TritonServer
 
-from .cases import BROKEN_CASES, GOOD_CASES, HIDDEN_DIRECTORY, Case
+from .cases import ACCEPTED_SILENTLY, BROKEN_CASES, GOOD_CASES, HIDDEN_DIRECTORY, Case
 from .oracle import (
     DoctorRun,
     ExplicitModeResult,
@@ -34,6 +37,8 @@ from .oracle import (
     version_dirs,
     write_repository,
 )
+
+SINGLE_MODEL_CASES = [*GOOD_CASES, *BROKEN_CASES, *ACCEPTED_SILENTLY]
 
 EXPLICIT_MODE = (
     "--model-control-mode=explicit",
@@ -60,29 +65,33 @@ class Oracle:
 
 
 @pytest.fixture(scope="module")
-def oracle(triton_server, tmp_path_factory: pytest.TempPathFactory) -> Oracle:
-    """Run both servers and both triton-doctor checks at once, then stop the servers."""
+def oracle(
+    triton_server: Callable[..., TritonServer], tmp_path_factory: pytest.TempPathFactory
+) -> Oracle:
+    """Run both servers and both triton-doctor checks at once; the servers are stopped here."""
     repository = write_repository(
-        tmp_path_factory.mktemp("differential") / "repository", [*GOOD_CASES, *BROKEN_CASES]
+        tmp_path_factory.mktemp("differential") / "repository", SINGLE_MODEL_CASES
     )
     hidden_repository = write_repository(
         tmp_path_factory.mktemp("hidden") / "repository", [HIDDEN_DIRECTORY]
     )
     doctor = PendingDoctor(repository)
     hidden_doctor = PendingDoctor(hidden_repository)
-    hidden: TritonServer = triton_server(hidden_repository, wait_for=None)
-    server: TritonServer = triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
+    hidden = triton_server(hidden_repository, wait_for=None)
     try:
-        models = [case.name for case in (*GOOD_CASES, *BROKEN_CASES)]
-        explicit = load_all(server, models)
+        server = triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
+        try:
+            explicit = load_all(server, [case.name for case in SINGLE_MODEL_CASES])
+        finally:
+            server.stop()
+        returncode = hidden.wait_exit(timeout=60)
     finally:
-        server.stop()
-    returncode = hidden.wait_exit(timeout=60)
-    hidden.stop()
+        hidden.stop()
+        doctor_run, hidden_doctor_run = doctor.result(), hidden_doctor.result()
     hidden_run = WholeRepositoryRun(
         hidden_repository, returncode, hidden.to_source_paths(hidden.log())
     )
-    return Oracle(explicit, doctor.result(), hidden_run, hidden_doctor.result())
+    return Oracle(explicit, doctor_run, hidden_run, hidden_doctor_run)
 
 
 def _server_refusal(oracle: Oracle, case: Case) -> Refusal:
@@ -129,6 +138,14 @@ def test_good_model_is_accepted_by_both(oracle: Oracle, case: Case) -> None:
         if f.get("severity") == "error"
     ]
     assert not errors, f"triton-doctor reports errors for good case {case.name}: {errors!r}"
+
+
+@pytest.mark.parametrize("case", ACCEPTED_SILENTLY, ids=lambda case: case.name)
+def test_server_accepts_silently(oracle: Oracle, case: Case) -> None:
+    """Facts, not linter checks: these look wrong but the server loads them READY."""
+    load = oracle.explicit.loads[case.name]
+    assert load.ok, f"the server now refuses {case.name} ({case.broken}): {load.error}"
+    assert oracle.explicit.states.get((case.name, "1")) == "READY"
 
 
 def test_hidden_directory_fails_the_whole_repository(oracle: Oracle) -> None:
