@@ -109,7 +109,7 @@ def _check(args: argparse.Namespace) -> int:
         colour = args.color == "always" or (
             args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
         )
-        sys.stdout.write(text.render(result, repository.path, colour=colour))
+        sys.stdout.write(text.render(result, colour=colour))
     return code
 
 

@@ -132,10 +132,12 @@ class ModelView:
 
     def missing(self, needs: tuple[str, ...]) -> str | None:
         """Why this model cannot feed a rule that needs ``needs``, or None."""
+        if "config" not in needs:
+            return None
         if self.dir.unreadable:
             return f"model directory unreadable: {self.dir.unreadable}"
-        if "config" in needs and self.state == "broken":
-            return "config.pbtxt could not be parsed"
+        if self.state == "broken":
+            return "config.pbtxt could not be read or parsed"
         return None
 
 

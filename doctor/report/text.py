@@ -49,7 +49,7 @@ def _where(finding: Finding, model_path: str | None) -> str:
     return f"{path}:{finding.location.line}" if path and finding.location.line else path
 
 
-def render(result: Result, target: str, colour: bool = False) -> str:
+def render(result: Result, colour: bool = False) -> str:
     style = Style(colour)
     out: list[str] = []
     for model, group in groupby(result.findings, key=lambda f: f.model):
@@ -71,14 +71,17 @@ def render(result: Result, target: str, colour: bool = False) -> str:
         out.append("")
     counts = summary(result)
     affected = len({f.model for f in result.findings})
-    line = (
-        f"{counts['error']} errors, {counts['warning']} warnings, {counts['info']} info "
-        f"in {affected} of {result.models} models ({result.rules_run} rules"
-    )
-    line += f", {counts['skipped']} skipped)" if counts["skipped"] else ")"
+    tally = ", ".join(_plural(counts[str(s)], str(s)) for s in reversed(Severity))
+    line = f"{tally} in {affected} of {_plural(result.models, 'model')}"
+    line += f" · {result.rules_run} rules" + (
+        f", {counts['skipped']} skipped" if counts["skipped"] else "")
     mark = style("✗", "31") if counts["error"] else style("✓", "32")
-    out.append(f"{mark} {target}: {line}")
+    out.append(f"{mark} {line}")
     return "\n".join(out) + "\n"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 or noun == "info" else "s")
 
 
 def _model_path(findings: list[Finding]) -> str | None:

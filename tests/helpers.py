@@ -1,0 +1,50 @@
+"""Shared test helpers: run the real CLI in a subprocess, and write small repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ROOT / "fixtures" / "demo-repository"
+
+PYTHON_MODEL = "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
+
+
+def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "triton_doctor", *args],
+        capture_output=True, text=True, timeout=timeout, check=False,
+    )
+
+
+def check_json(repo: Path | str, *args: str) -> dict[str, Any]:
+    proc = run_cli("check", "--format", "json", "--exit-zero", *args, str(repo))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def write_model(repo: Path, name: str, config: str | None, files: dict[str, str] | None = None,
+                ) -> Path:
+    """A model directory; by default a Python model with ``1/model.py``."""
+    model = repo / name
+    model.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        (model / "config.pbtxt").write_text(config)
+    for relative, text in (files if files is not None else {"1/model.py": PYTHON_MODEL}).items():
+        path = model / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return model
+
+
+GOOD_CONFIG = """
+backend: "python"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+dynamic_batching { max_queue_delay_microseconds: 100 }
+"""

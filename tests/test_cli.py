@@ -1,0 +1,113 @@
+"""The command line as users and pipelines meet it: exit codes, formats, selection, docs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from tests.helpers import DEMO, GOOD_CONFIG, ROOT, check_json, run_cli, write_model
+
+SCHEMA = json.loads((ROOT / "doctor" / "schema" / "report.schema.json").read_text())
+
+
+def test_demo_fires_at_least_ten_rules_and_exits_1() -> None:
+    proc = run_cli("check", str(DEMO))
+    assert proc.returncode == 1, proc.stderr
+    report = check_json(DEMO)
+    rules = {f["rule"] for f in report["findings"]}
+    assert len(rules) >= 10, rules
+    assert report["summary"]["error"] > 0
+
+
+def test_demo_text_report_fits_100_columns_and_has_no_colour_off_tty() -> None:
+    out = run_cli("check", str(DEMO)).stdout
+    widths = [len(line) for line in out.splitlines()]
+    assert max(widths) <= 100, [line for line in out.splitlines() if len(line) > 100]
+    assert "\x1b[" not in out
+    assert "fix: " in out and "triton: " in out
+    assert out.rstrip().splitlines()[-1].startswith("✗ ")
+
+
+def test_colour_on_request() -> None:
+    assert "\x1b[31m" in run_cli("check", "--color", "always", str(DEMO)).stdout
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_clean_repository_exits_0_in_every_format(tmp_path: Path, fmt: str) -> None:
+    write_model(tmp_path, "good", GOOD_CONFIG)
+    proc = run_cli("check", "--format", fmt, str(tmp_path))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_json_report_matches_schema_for_findings_and_for_none(tmp_path: Path) -> None:
+    jsonschema.validate(check_json(DEMO), SCHEMA)
+    write_model(tmp_path, "good", GOOD_CONFIG)
+    empty = check_json(tmp_path)
+    jsonschema.validate(empty, SCHEMA)
+    assert empty["findings"] == [] and empty["summary"]["error"] == 0
+
+
+def test_json_stdout_is_only_the_document() -> None:
+    proc = run_cli("check", "--format", "json", str(DEMO))
+    assert proc.returncode == 1
+    assert json.loads(proc.stdout)["summary"]["exit_code"] == 1
+
+
+def test_fail_on_warning_and_exit_zero(tmp_path: Path) -> None:
+    write_model(tmp_path, "nobatcher", GOOD_CONFIG.replace(
+        "dynamic_batching { max_queue_delay_microseconds: 100 }", ""))
+    assert run_cli("check", str(tmp_path)).returncode == 0
+    assert run_cli("check", "--fail-on", "warning", str(tmp_path)).returncode == 1
+    assert run_cli("check", "--fail-on", "warning", "--exit-zero", str(tmp_path)).returncode == 0
+
+
+def test_select_and_ignore_by_id_prefix_and_name() -> None:
+    only = check_json(DEMO, "--select", "TD103")
+    assert {f["rule"] for f in only["findings"]} == {"TD103"}
+    family = check_json(DEMO, "--select", "TD1")
+    assert all(f["rule"].startswith("TD1") for f in family["findings"])
+    ignored = check_json(DEMO, "--ignore", "name-mismatch,TD2")
+    rules = {f["rule"] for f in ignored["findings"]}
+    assert "TD103" not in rules and not any(r.startswith("TD2") for r in rules)
+
+
+def test_unknown_rule_in_select_is_a_usage_error() -> None:
+    proc = run_cli("check", "--select", "TD999", str(DEMO))
+    assert proc.returncode == 2 and "TD999" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_rules_and_explain() -> None:
+    listing = json.loads(run_cli("rules", "--format", "json").stdout)
+    assert len(listing) >= 40 and {"id", "name", "severity", "title"} <= set(listing[0])
+    text = run_cli("explain", "TD213").stdout
+    for section in ("What it checks:", "Why it matters:", "Example:", "Fix:"):
+        assert section in text
+    assert run_cli("explain", "invalid-reshape").stdout == text
+    assert run_cli("explain", "TD000").returncode == 2
+
+
+def test_version() -> None:
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("triton-doctor ")
+
+
+def test_findings_carry_location_lines(tmp_path: Path) -> None:
+    broken = GOOD_CONFIG.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput")
+    write_model(tmp_path, "m", broken)
+    (finding,) = [f for f in check_json(tmp_path)["findings"] if f["rule"] == "TD212"]
+    assert finding["location"]["line"] == 4
+    assert finding["location"]["field"] == "input[0].dims"
+    assert finding["location"]["path"].endswith("m/config.pbtxt")
+
+
+def test_disable_auto_complete_config_mirrors_the_server(tmp_path: Path) -> None:
+    write_model(tmp_path, "noconfig", None)
+    lenient = check_json(tmp_path)
+    strict = check_json(tmp_path, "--disable-auto-complete-config")
+    assert [f["severity"] for f in lenient["findings"] if f["rule"] == "TD109"] == ["info"]
+    (finding,) = [f for f in strict["findings"] if f["rule"] == "TD109"]
+    assert finding["severity"] == "error"
+    assert "failed to open text file for read" in finding["triton_message"]

@@ -1,0 +1,85 @@
+"""What the server makes of a directory: version names, field lines, evidence round trip."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from triton_doctor.checks.repository import collect_repository
+from triton_doctor.evidence import Evidence, from_jsonable, to_jsonable
+from triton_doctor.pbtxt_locate import field_lines, locate
+from triton_doctor.view import read_version_dir
+
+from tests.helpers import DEMO
+
+
+@pytest.mark.parametrize(
+    ("name", "number", "quirk"),
+    [
+        ("1", 1, None), ("0", 0, None), ("42", 42, None),
+        ("01", None, "leading-zeros"), ("00", None, "leading-zeros"),
+        ("v1", None, "not-numeric"), (".ipynb_checkpoints", None, "not-numeric"),
+        ("1_backup", 1, "prefix"), ("2.old", 2, "prefix"), ("-1", -1, "prefix"),
+        ("+4", 4, "prefix"), (" 5", 5, "prefix"),
+        ("99999999999999999999", None, "overflow"),
+        ("warmup", None, "reserved"), ("configs", None, "reserved"),
+    ],
+)
+def test_version_dirs_read_like_stoll(name: str, number: int | None, quirk: str | None) -> None:
+    version = read_version_dir(name)
+    assert (version.number, version.quirk) == (number, quirk)
+
+
+def test_field_lines_follow_repeated_messages_and_lists() -> None:
+    text = (
+        'name: "m"  # comment with { braces\n'
+        "input [\n"
+        "  { name: \"a\" dims: [ 1 ] },\n"
+        "  {\n"
+        '    name: "b"\n'
+        "    dims: [ 2 ]\n"
+        "  }\n"
+        "]\n"
+        "instance_group { kind: KIND_CPU }\n"
+        "instance_group {\n"
+        "  count: 2\n"
+        "}\n"
+        "dynamic_batching {\n"
+        "  max_queue_delay_microseconds: 10\n"
+        "}\n"
+    )
+    lines = field_lines(text)
+    assert locate(lines, "input[1].dims") == 6
+    assert locate(lines, "input[0].dims") == 3
+    assert locate(lines, "instance_group[1].count") == 11
+    assert locate(lines, "instance_group[1].gpus") == 10
+    assert locate(lines, "dynamic_batching.max_queue_delay_microseconds") == 14
+    assert locate(lines, "output[0]") is None
+
+
+def test_field_lines_survive_malformed_text() -> None:
+    assert locate(field_lines("input [ { name: \"a\" dims: [ 1 }}}"), "input[0].name") == 1
+
+
+def test_evidence_round_trips_through_json() -> None:
+    evidence = Evidence(repository=collect_repository(DEMO))
+    data = json.loads(json.dumps(to_jsonable(evidence)))
+    again = from_jsonable(Evidence, data)
+    assert to_jsonable(again) == to_jsonable(evidence)
+    assert again.repository is not None
+    broken = {m.name: m.config.syntax_error for m in again.repository.models}
+    assert broken["bert_tokenizer"] is not None and broken["sentiment"] is None
+
+
+def test_collector_lists_versions_and_tree(tmp_path: Path) -> None:
+    (tmp_path / "m" / "1" / "sub").mkdir(parents=True)
+    (tmp_path / "m" / "1" / "model.py").write_text("")
+    (tmp_path / "m" / "labels.txt").write_text("a\n")
+    (tmp_path / "notes.txt").write_text("files at the root are not models")
+    repository = collect_repository(tmp_path)
+    (model,) = repository.models
+    assert [s.name for s in model.subdirs] == ["1"]
+    assert model.subdirs[0].entries == ["model.py", "sub/"]
+    assert {"labels.txt", "1/", "1/model.py", "1/sub/"} <= set(model.tree)
+    assert not model.config.present
