@@ -10,6 +10,7 @@ import errno
 import os
 from pathlib import Path
 
+from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.evidence import ConfigFile, ModelDir, RepositoryEvidence, Subdir
 
 #: A model configuration is a few kilobytes; past this the file is not a configuration.
@@ -132,6 +133,11 @@ def _collect_subdir(entry: os.DirEntry[str]) -> Subdir:
         subdir.unreadable = _describe(error)
         return subdir
     subdir.entries = names[:MAX_ENTRIES_PER_DIR]
+    subdir.python = [
+        read_python_source(os.path.join(entry.path, name))
+        for name in subdir.entries
+        if name.endswith(".py")
+    ]
     return subdir
 
 

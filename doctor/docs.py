@@ -21,12 +21,22 @@ def rules_table() -> str:
 
 
 def rules_reference() -> str:
-    parts = ["# triton-doctor rules", "",
-             "Generated from the rules' own docstrings by `python -m triton_doctor.docs`; "
-             "`triton-doctor explain <id>` prints the same text.", ""]
+    parts = [
+        "# triton-doctor rules",
+        "",
+        "Generated from the rules' own docstrings by `python -m triton_doctor.docs`; "
+        "`triton-doctor explain <id>` prints the same text.",
+        "",
+    ]
     for candidate in all_rules():
-        parts += [f"## {candidate.id} `{candidate.name}` ({candidate.severity})", "",
-                  f"**{candidate.title}**", "", candidate.doc, ""]
+        parts += [
+            f"## {candidate.id} `{candidate.name}` ({candidate.severity})",
+            "",
+            f"**{candidate.title}**",
+            "",
+            candidate.doc,
+            "",
+        ]
     return "\n".join(parts)
 
 

@@ -42,6 +42,18 @@ class ConfigFile:
 
 
 @dataclass
+class PythonSource:
+    """What ``ast`` sees in a .py file of a version directory (it is never imported)."""
+
+    name: str
+    #: Whether a module-level class TritonPythonModel is defined.
+    has_model_class: bool = False
+    #: Methods defined in TritonPythonModel.
+    methods: list[str] = field(default_factory=list)
+    syntax_error: str | None = None
+
+
+@dataclass
 class Subdir:
     """A subdirectory of a model directory (a version directory, or something else)."""
 
@@ -49,6 +61,8 @@ class Subdir:
     #: Names of the entries inside it; directories end with "/".
     entries: list[str] = field(default_factory=list)
     unreadable: str | None = None
+    #: The Python files directly inside it, as ``ast`` reads them.
+    python: list[PythonSource] = field(default_factory=list)
 
 
 @dataclass

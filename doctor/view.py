@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from triton_doctor import model_config, normalize
-from triton_doctor.evidence import CheckOptions, ModelDir, RepositoryEvidence
+from triton_doctor.evidence import CheckOptions, ModelDir, PythonSource, RepositoryEvidence
 from triton_doctor.pbtxt_locate import field_lines, locate
 
 #: Subdirectories of a model directory that the server never treats as versions.
@@ -111,6 +111,17 @@ class ModelView:
             return sorted(set(policy.specific.versions) & set(available))
         count = policy.latest.num_versions if kind == "latest" else 1
         return available[-count:] if count > 0 else []
+
+    def python_source(self) -> PythonSource | None:
+        """The Python model file the backend would load for the first selected version."""
+        config = self.effective
+        if config.backend != "python" or not self.loaded_versions:
+            return None
+        filename = config.default_model_filename or "model.py"
+        for sub in self.dir.subdirs:
+            if sub.name == str(self.loaded_versions[0]):
+                return next((s for s in sub.python if s.name == filename), None)
+        return None
 
     def version_entries(self, number: int) -> list[str] | None:
         """Entries of the directory the server opens for a version: ``<model>/<number>/``."""

@@ -7,6 +7,7 @@ from triton_doctor.rules import (  # noqa: F401
     config_io,
     config_misc,
     config_syntax,
+    ensemble_steps,
     ensemble_structure,
     layout,
 )

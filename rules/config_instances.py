@@ -129,7 +129,9 @@ def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Itera
     scopes: dict[str, set[bool]] = {}
     for _, _, group in groups(config):
         for resource in group.rate_limiter.resources:
-            scopes.setdefault(resource.name, set()).add(resource.global_)
+            scopes.setdefault(resource.name, set()).add(
+                getattr(resource, "global")
+            )  # a Python keyword
     for name, kinds in sorted(scopes.items()):
         if len(kinds) == 2:
             yield Hit(

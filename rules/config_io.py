@@ -11,7 +11,15 @@ from triton_doctor.rules._common import dims_text
 from triton_doctor.view import ModelView, RepositoryView
 
 WILDCARD = -1
-AUTOCOMPLETE_BACKENDS = {"python", "onnxruntime", "tensorrt", "openvino"}
+
+
+def _completes_io(model: ModelView) -> bool:
+    """Whether the backend's auto-complete fills a declared tensor's missing type and dims:
+    TensorRT does from the engine; Python only through model.py's auto_complete_config."""
+    if model.effective.backend == "tensorrt":
+        return True
+    source = model.python_source()
+    return source is not None and "auto_complete_config" in source.methods
 
 
 def _tensors(config: Any) -> Iterator[tuple[str, int, Any]]:
@@ -60,9 +68,9 @@ def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
     Example: `input [ { name: "x" data_type: TYPE_FP32 } ]` →
     `input [ { name: "x" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]`.
 
-    With auto-complete on, a backend that completes configurations (ONNX, TensorRT,
-    OpenVINO, a Python model with auto_complete_config) may fill a missing data_type or dims
-    from the model; then this is a warning.
+    With auto-complete on, TensorRT fills a declared tensor's missing data_type and dims
+    from the engine, and a Python model may in its auto_complete_config; then this is a
+    warning.
 
     Fix: declare all three; for a scalar in a batching model use `dims: [ 1 ]` with
     `reshape: { shape: [ ] }`.
@@ -70,9 +78,7 @@ def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
     config = model.effective
     # With auto-complete on, these backends may complete tensors from the model file (or
     # model.py's auto_complete_config) before the server validates them at load.
-    may_complete = (
-        not model.options.disable_auto_complete_config and config.backend in AUTOCOMPLETE_BACKENDS
-    )
+    may_complete = not model.options.disable_auto_complete_config and _completes_io(model)
     later = Severity.WARNING if may_complete else None
     for kind, index, tensor in _tensors(config):
         where = f"{kind}[{index}]"
@@ -285,8 +291,10 @@ def duplicate_io_name(model: ModelView, repository: RepositoryView) -> Iterator[
 @rule("TD217", "batch-dim-in-dims", "warning", "Batch dimension written inside dims")
 def batch_dim_in_dims(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: with `max_batch_size > 0`, every tensor's `dims` starting with -1 — the
-    batch dimension written twice (the server prepends it already).
+    What it checks: with `max_batch_size > 0`, image-like `dims` of 4 or more entries that
+    start with -1, such as `[ -1, 3, 224, 224 ]`: the batch dimension written twice (the
+    server prepends it already). Shorter dims starting with -1 (`[ -1, 768 ]`, a sequence
+    length) are common and correct, so they are left alone.
 
     Why it matters: the full shape becomes [-1, -1, ...]; the backend then refuses the model
     ("the model expects 4 dimensions ... but the model configuration specifies 5
@@ -300,9 +308,8 @@ def batch_dim_in_dims(model: ModelView, repository: RepositoryView) -> Iterator[
     config = model.effective
     if config.max_batch_size <= 0:
         return
-    tensors = [(k, i, t) for k, i, t in _tensors(config) if t.dims]
-    if tensors and all(t.dims[0] == WILDCARD and len(t.dims) > 1 for _, _, t in tensors):
-        for kind, index, tensor in tensors:
+    for kind, index, tensor in _tensors(config):
+        if len(tensor.dims) >= 4 and tensor.dims[0] == WILDCARD:
             yield Hit(
                 message=f"{kind} '{tensor.name}' dims {dims_text(tensor.dims)} start with -1 "
                 f"while max_batch_size is {config.max_batch_size}: the full shape is "

@@ -27,7 +27,11 @@ WIRE_TYPES = {
     "STRING": "TYPE_STRING",
 }
 _COMMENT = re.compile(r"#[^\n]*")
-_TEMPLATE = re.compile(r"\$\{[^}\n]*\}?|\{\{[^}\n]*\}\}")
+#: ``${var}`` anywhere (envsubst, fill_template.py); ``{{ var }}`` only outside strings, since
+#: string values legitimately hold Jinja (chat templates).
+_DOLLAR_TEMPLATE = re.compile(r"\$\{[^}\n]*\}?")
+_BRACE_TEMPLATE = re.compile(r"\{\{[^}\n]*\}\}")
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
 _WIRE_DTYPE = re.compile(r"\bdata_type\s*:\s*(" + "|".join(WIRE_TYPES) + r")\b")
 
 
@@ -41,7 +45,12 @@ def _read_failure(model: ModelView) -> str:
 
 def templates(model: ModelView) -> list[tuple[int, str]]:
     text = model.dir.config.text or ""
-    return [(n, m.group()) for n, line in _code_lines(text) for m in _TEMPLATE.finditer(line)]
+    found = []
+    for number, line in _code_lines(text):
+        found += [(number, m.group()) for m in _DOLLAR_TEMPLATE.finditer(line)]
+        outside_strings = _STRING.sub('""', line)
+        found += [(number, m.group()) for m in _BRACE_TEMPLATE.finditer(outside_strings)]
+    return found
 
 
 def wire_dtypes(model: ModelView) -> list[tuple[int, str]]:
@@ -86,7 +95,8 @@ def config_syntax(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
 )
 def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: `${...}` or `{{...}}` placeholders outside comments, the mark of a
+    What it checks: `${...}` placeholders, or `{{...}}` outside strings (string values may
+    hold Jinja, e.g. chat templates), in non-comment text: the mark of a
     config template (TensorRT-LLM's fill_template.py, Helm, envsubst) that was never rendered.
 
     Why it matters: in a number or enum position the config no longer parses ("Expected

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from tests.helpers import ROOT
 from triton_doctor import docs
+
+from tests.helpers import ROOT
 
 
 def test_readme_rules_table_is_current() -> None:

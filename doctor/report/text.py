@@ -74,7 +74,8 @@ def render(result: Result, colour: bool = False) -> str:
     tally = ", ".join(_plural(counts[str(s)], str(s)) for s in reversed(Severity))
     line = f"{tally} in {affected} of {_plural(result.models, 'model')}"
     line += f" · {result.rules_run} rules" + (
-        f", {counts['skipped']} skipped" if counts["skipped"] else "")
+        f", {counts['skipped']} skipped" if counts["skipped"] else ""
+    )
     mark = style("✗", "31") if counts["error"] else style("✓", "32")
     out.append(f"{mark} {line}")
     return "\n".join(out) + "\n"

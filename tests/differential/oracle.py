@@ -25,9 +25,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tritonserver import LoadResult, TritonServer
+try:  # see conftest.py: tests/ may be on sys.path or be a package itself
+    from tritonserver import LoadResult, TritonServer
+except ImportError:
+    from tests.tritonserver import LoadResult, TritonServer  # type: ignore[no-redef]
 
 from .cases import Case
+
+__all__ = [
+    "DoctorRun",
+    "ExplicitModeResult",
+    "LoadResult",
+    "LogLine",
+    "PendingDoctor",
+    "Refusal",
+    "TritonServer",
+    "agreeing",
+    "load_all",
+    "parse_log",
+    "refusal",
+    "refusal_from_log",
+    "version_dirs",
+    "write_repository",
+]
 
 GENERIC_POLL_FAILURE = "failed to poll from model repository"
 TEXT_PROTO_FAILURE = "failed to read text proto from "

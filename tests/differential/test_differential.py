@@ -12,6 +12,10 @@ is its own test:
 * accepted-silently case: a fact about the server only (it loads READY), so that a linter
   warning about it never claims the server refuses it.
 
+The server keeps its default auto-complete (as users run it), so triton-doctor runs without
+``--disable-auto-complete-config``. With auto-complete off the server reports the same texts,
+but the input/output checks move from load time to poll time (see the notes in the report).
+
 The hidden-directory case needs the default model-control mode, where the whole server exits;
 it gets its own short server run, started alongside the main one.
 """
@@ -23,14 +27,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tritonserver import TritonServer
 
-from .cases import ACCEPTED_SILENTLY, BROKEN_CASES, GOOD_CASES, HIDDEN_DIRECTORY, Case
+from .cases import (
+    ACCEPTED_SILENTLY,
+    BROKEN_CASES,
+    GOOD_CASES,
+    HIDDEN_DIRECTORY,
+    NEWER_WORDING,
+    Case,
+)
 from .oracle import (
     DoctorRun,
     ExplicitModeResult,
     PendingDoctor,
     Refusal,
+    TritonServer,
     agreeing,
     load_all,
     parse_log,
@@ -38,7 +49,7 @@ from .oracle import (
     write_repository,
 )
 
-SINGLE_MODEL_CASES = [*GOOD_CASES, *BROKEN_CASES, *ACCEPTED_SILENTLY]
+SINGLE_MODEL_CASES = [*GOOD_CASES, *BROKEN_CASES, *NEWER_WORDING, *ACCEPTED_SILENTLY]
 
 EXPLICIT_MODE = (
     "--model-control-mode=explicit",
@@ -122,6 +133,13 @@ def _assert_doctor_agrees(run: DoctorRun, said: Refusal, *models: str | None) ->
 def test_broken_model_is_refused_by_both(oracle: Oracle, case: Case) -> None:
     said = _server_refusal(oracle, case)
     _assert_doctor_agrees(oracle.doctor, said, case.name)
+
+
+@pytest.mark.parametrize("case", NEWER_WORDING, ids=lambda case: case.name)
+def test_refused_by_both_in_newer_words(oracle: Oracle, case: Case) -> None:
+    _server_refusal(oracle, case)
+    errors = [f for f in oracle.doctor.for_model(case.name) if f.get("severity") == "error"]
+    assert errors, f"triton-doctor reports no error for {case.name}, which the server refuses"
 
 
 @pytest.mark.parametrize("case", GOOD_CASES, ids=lambda case: case.name)

@@ -1,0 +1,131 @@
+"""Every rule ships a failing and a passing fixture: ``fixtures/rules/<ID>/{fail,pass}/``.
+
+The rule must fire on ``fail/`` and stay silent on ``pass/``, with all rules enabled so that
+interactions between rules (one rule suppressing or shadowing another) show up here. An
+optional ``args`` file holds extra ``triton-doctor check`` arguments for both runs.
+
+A few failing repositories cannot live in git (symbolic link loops, unreadable directories,
+binary or directory config.pbtxt): BUILDERS adds those parts to a copy of the committed
+directory, and the fixture's README.md says what is added.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shlex
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from triton_doctor.checks.repository import collect_repository
+from triton_doctor.cli import build_parser
+from triton_doctor.engine import run
+from triton_doctor.evidence import CheckOptions, Evidence
+from triton_doctor.findings import Finding
+from triton_doctor.registry import Rule, all_rules, select_rules
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
+RULES = all_rules()
+
+
+def _build_td111(repo: Path) -> None:
+    """Model directories the server cannot list: a link loop, a dangling link, no permission."""
+    (repo / "looped_model").symlink_to("looped_model")
+    (repo / "moved_model").symlink_to("../moved_model")
+    locked = repo / "locked_model"
+    (locked / "1").mkdir(parents=True)
+    locked.chmod(0)  # still readable when the tests run as root; the links fail regardless
+
+
+def _build_td204(repo: Path) -> None:
+    """A binary config.pbtxt and a config.pbtxt that is a directory."""
+    binary = b"\x0a\x11weights_as_config\x12\x0bonnxruntime\x00\x00\x80\x3f\xff\xfe"
+    (repo / "weights_as_config" / "config.pbtxt").write_bytes(binary)
+    (repo / "config_is_dir" / "config.pbtxt").mkdir()
+
+
+#: (rule id, fixture kind) -> what to add to a copy of the committed directory.
+BUILDERS: dict[tuple[str, str], Callable[[Path], None]] = {
+    ("TD111", "fail"): _build_td111,
+    ("TD204", "fail"): _build_td204,
+}
+
+def _params() -> list[object]:
+    return [pytest.param(r, id=r.id) for r in RULES]
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Iterator[Path]:
+    """A scratch directory, made deletable again afterwards (builders remove permissions)."""
+    yield tmp_path
+    for current, dirnames, _ in os.walk(tmp_path):
+        for name in dirnames:
+            path = os.path.join(current, name)
+            if not os.path.islink(path):
+                os.chmod(path, 0o755)
+
+
+def _repository(rule_id: str, kind: str, workdir: Path) -> Path:
+    source = FIXTURES / rule_id / kind
+    builder = BUILDERS.get((rule_id, kind))
+    if builder is None:
+        return source
+    repo = workdir / kind
+    shutil.copytree(source, repo, symlinks=True)
+    builder(repo)
+    return repo
+
+
+def _findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
+    """This rule's findings when every rule runs on the fixture, with the fixture's args."""
+    args_file = FIXTURES / rule_id / "args"
+    extra = shlex.split(args_file.read_text()) if args_file.exists() else []
+    repo = _repository(rule_id, kind, workdir)
+    parsed = build_parser().parse_args(["check", str(repo), *extra])
+    options = CheckOptions(disable_auto_complete_config=parsed.disable_auto_complete_config)
+    evidence = Evidence(repository=collect_repository(repo), options=options)
+    result = run(evidence, select_rules([], []))
+    return [f for f in result.findings if f.rule == rule_id]
+
+
+def _quotes_server(candidate: Rule) -> bool:
+    """Whether the rule can quote the server's own message (it passes triton_message)."""
+    return "triton_message=" in inspect.getsource(candidate.check)
+
+
+@pytest.mark.parametrize("candidate", _params())
+def test_rule_fires_on_fail_fixture(candidate: Rule, workdir: Path) -> None:
+    findings = _findings(candidate.id, "fail", workdir)
+    assert findings, f"{candidate.id} does not fire on fixtures/rules/{candidate.id}/fail"
+    assert all(f.triton_message != "" for f in findings), "empty triton_message"
+    if _quotes_server(candidate):
+        assert any(f.triton_message for f in findings), (
+            f"{candidate.id} sets triton_message, but none of its findings on fail/ quotes "
+            "the server"
+        )
+
+
+@pytest.mark.parametrize("candidate", _params())
+def test_rule_silent_on_pass_fixture(candidate: Rule, workdir: Path) -> None:
+    findings = _findings(candidate.id, "pass", workdir)
+    assert not findings, "\n".join(f"{f.model}: {f.message}" for f in findings)
+
+
+def test_every_rule_has_fixtures() -> None:
+    """A new rule without fixtures, or fixtures of a renamed rule, fail here."""
+    ids = {r.id for r in RULES}
+    missing = [
+        f"{rule_id}/{kind}"
+        for rule_id in sorted(ids)
+        for kind in ("fail", "pass")
+        if not (FIXTURES / rule_id / kind).is_dir()
+    ]
+    orphans = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name not in ids)
+    undocumented = sorted(
+        rule_id for rule_id, _ in BUILDERS if not (FIXTURES / rule_id / "README.md").is_file()
+    )
+    assert not missing, f"rules without fixture directories: {missing}"
+    assert not orphans, f"fixtures for no registered rule: {orphans}"
+    assert not undocumented, f"built fixtures without README.md: {undocumented}"
