@@ -19,6 +19,7 @@ MAX_CONFIG_BYTES = 8 * 1024 * 1024
 MAX_ENTRIES_PER_DIR = 2000
 MAX_TREE_DEPTH = 4
 MAX_TREE_ENTRIES = 5000
+DATA_DIRS = ("warmup/", "initial_state/")
 
 
 class TargetError(Exception):
@@ -84,6 +85,7 @@ def _collect_model(entry: os.DirEntry[str]) -> ModelDir | None:
         else:
             model.files.append(child.name)
     model.tree = _tree(entry.path)
+    model.data_files = _data_files(entry.path, model.tree)
     return model
 
 
@@ -139,6 +141,18 @@ def _collect_subdir(entry: os.DirEntry[str]) -> Subdir:
         if name.endswith(".py")
     ]
     return subdir
+
+
+def _data_files(model_path: str, tree: list[str]) -> dict[str, int]:
+    """Sizes of the warmup and initial-state files, whose length the server checks."""
+    sizes = {}
+    for relative in tree:
+        if relative.startswith(DATA_DIRS) and not relative.endswith("/"):
+            try:
+                sizes[relative] = os.stat(os.path.join(model_path, relative)).st_size
+            except OSError:
+                continue
+    return sizes
 
 
 def _tree(model_path: str) -> list[str]:

@@ -78,6 +78,8 @@ class ModelDir:
     #: Every path below the model directory (relative, "/"-separated, directories end with "/"),
     #: up to a depth and count limit: enough to resolve label, warmup and runtime references.
     tree: list[str] = field(default_factory=list)
+    #: Sizes in bytes of the data files the server reads: ``warmup/*``, ``initial_state/*``.
+    data_files: dict[str, int] = field(default_factory=dict)
     unreadable: str | None = None
 
 

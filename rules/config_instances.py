@@ -143,6 +143,31 @@ def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Itera
             )
 
 
+@rule("TD235", "tensorrt-on-cpu", "error", "TensorRT model with CPU instances")
+def tensorrt_on_cpu(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `instance_group { kind: KIND_CPU }` on a TensorRT model.
+
+    Why it matters: TensorRT engines run on GPUs only; the backend refuses the model.
+
+    Example: `kind: KIND_CPU` → `kind: KIND_GPU`.
+
+    Fix: use KIND_GPU, or serve an ONNX export of the model on CPU.
+    """
+    config = model.effective
+    if config.backend != "tensorrt":
+        return
+    for index, name, group in groups(config):
+        if enum_name(group, "kind", group.kind) == "KIND_CPU":
+            yield Hit(
+                message=f"instance group {name} runs the TensorRT engine on KIND_CPU",
+                triton_message=f"unable to load model '{config.name}', TensorRT backend supports "
+                "only GPU device",
+                fix="Use kind: KIND_GPU.",
+                field=f"instance_group[{index}].kind",
+            )
+
+
 @rule("TD234", "instance-count-silent", "warning", "Instance count of 0 or less")
 def instance_count_silent(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import math
+import posixpath
 from collections.abc import Iterator
+from typing import Any
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
@@ -154,6 +157,18 @@ def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit
                 )
             elif source == "input_data_file":
                 path = f"warmup/{tensor.input_data_file}"
+                size = model.dir.data_files.get(path)
+                needed = _expected_bytes(tensor.data_type, tensor.dims)
+                if size is not None and needed is not None and size < needed:
+                    yield Hit(
+                        message=f"warmup file {path} holds {size} bytes; input '{name}' "
+                        f"needs {needed}",
+                        triton_message=f"warmup setting expects {needed} bytes, but the "
+                        f"data provided from {tensor.input_data_file}only has {size} bytes",
+                        fix="Write the raw little-endian tensor bytes (not an image file).",
+                        field=f"{where}.inputs",
+                        evidence={"file_bytes": size, "needed_bytes": needed},
+                    )
                 if path not in tree:
                     yield Hit(
                         message=f"warmup data file {path} does not exist",
@@ -162,3 +177,178 @@ def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit
                         fix=f"Write the raw tensor bytes to {model.dir.path}/{path}.",
                         field=f"{where}.inputs",
                     )
+
+
+def _expected_bytes(data_type: int, dims: Any) -> int | None:
+    """Bytes of one tensor of fixed dims, None for strings or variable dims."""
+    if data_type not in ELEMENT_BYTES or any(d < 0 for d in dims):
+        return None
+    return ELEMENT_BYTES[data_type] * math.prod(dims)
+
+
+@rule("TD244", "invalid-initial-state", "error", "Sequence state initial_state is invalid")
+def invalid_initial_state(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `sequence_batching.state` entries as the server reads them when it
+    creates the sequence batcher: state input names unique; at most one `initial_state`,
+    named, with the state's data type, as many dims as the state, no -1, equal dims where
+    the state's are fixed, a data source (`zero_data` or `data_file`), and a data file under
+    `initial_state/` holding enough bytes.
+
+    Why it matters: the model fails to load.
+
+    Example: `initial_state { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true }` for a
+    state of dims `[ 16 ]` → `dims: [ 16 ]`, with `name: "zeros"`.
+
+    Fix: describe the initial value exactly as the state is declared, and name it.
+    """
+    config = model.effective
+    if not config.HasField("sequence_batching"):
+        return
+    seen: set[str] = set()
+    for index, state in enumerate(config.sequence_batching.state):
+        where = f"sequence_batching.state[{index}]"
+        name = state.input_name
+        for text in _initial_state_problems(model, state, name, seen):
+            yield Hit(
+                message=f"state '{name}': {text}",
+                triton_message=text,
+                fix="Give one named initial_state with the state's data_type and dims, and "
+                "zero_data: true or a data_file in initial_state/.",
+                field=f"{where}.initial_state",
+            )
+        seen.add(name)
+
+
+def _initial_state_problems(
+    model: ModelView, state: Any, name: str, seen: set[str]
+) -> Iterator[str]:
+    if name in seen:
+        yield f"State input name '{name}' specified more than once."
+    if len(state.initial_state) > 1:
+        yield (
+            f"initial_state field for state input '{name}' must contain exactly one or zero "
+            f"element. Found '{len(state.initial_state)}' elements."
+        )
+        return
+    if not state.initial_state:
+        return
+    initial = state.initial_state[0]
+    if initial.data_type != state.data_type:
+        yield (
+            f"The data type used for 'initial_state' field of state '{name}' does not match "
+            "the state data type."
+        )
+    if not initial.name:
+        yield f"Field 'name' must be set when using initial_state for state input '{name}'."
+    if len(initial.dims) != len(state.dims):
+        yield (
+            f"Number of dimensions in 'initial_state' doesn't match the size of 'state' "
+            f"dimensions for state input '{name}'. {len(initial.dims)} != {len(state.dims)}"
+        )
+    elif any(d == -1 for d in initial.dims):
+        yield f"'initial_state' field for state input name '{name}' contains variable dimensions."
+    else:
+        for given, declared in zip(initial.dims, state.dims, strict=True):
+            if declared != -1 and given != declared:
+                yield (
+                    f"'initial_state' dim for input name '{name}' doesn't match 'state' dim "
+                    f"description. {given} != {declared}"
+                )
+                break
+    source = initial.WhichOneof("state_data")
+    if source is None:
+        yield f"initial_state setting expects state'{name}' to have state_data set"
+    elif source == "data_file":
+        size = model.dir.data_files.get(f"initial_state/{initial.data_file}")
+        needed = _expected_bytes(initial.data_type, initial.dims)
+        path = f"{model.dir.path}/initial_state/{initial.data_file}"
+        if size is None:
+            yield f"failed to open text file for read {path}: No such file or directory"
+        elif needed is not None and size < needed:
+            yield (
+                f"initial_state setting expects {needed} bytes, but the data provided from "
+                f"{path}only has {size} bytes."
+            )
+
+
+@rule(
+    "TD245",
+    "batch-strategy-with-sequence",
+    "error",
+    "Custom batching strategy on a sequence-batched model",
+)
+def batch_strategy_with_sequence(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the `TRITON_BATCH_STRATEGY_PATH` parameter (a custom batching library)
+    on a model that uses `sequence_batching`.
+
+    Why it matters: the custom strategy only plugs into the dynamic batcher; the server
+    refuses the model.
+
+    Example: `parameters { key: "TRITON_BATCH_STRATEGY_PATH" ... }` with
+    `sequence_batching { }` → remove the parameter, or use dynamic_batching.
+
+    Fix: use the custom batching strategy with `dynamic_batching` only.
+    """
+    config = model.effective
+    if config.HasField("sequence_batching") and "TRITON_BATCH_STRATEGY_PATH" in config.parameters:
+        yield Hit(
+            message="TRITON_BATCH_STRATEGY_PATH is set on a sequence-batched model",
+            triton_message="TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence "
+            "batcher, using default batching strategy",
+            fix="Remove the TRITON_BATCH_STRATEGY_PATH parameter.",
+            field="parameters",
+        )
+
+
+MODEL_DIRECTORY_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
+
+
+@rule("TD246", "python-env-missing", "error", "EXECUTION_ENV_PATH names a missing environment")
+def python_env_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: a Python model's `EXECUTION_ENV_PATH` parameter written relative to the
+    model (`$$TRITON_MODEL_DIRECTORY/...`) names a conda-pack archive that is there, or an
+    unpacked environment with `bin/activate`. Absolute paths are paths inside the server's
+    container and are not checked offline.
+
+    Why it matters: the Python stub cannot start and the model fails to load.
+
+    Example: `$$TRITON_MODEL_DIRECTORY/env.tar.gz` with the archive left out of the deploy →
+    copy `env.tar.gz` next to config.pbtxt.
+
+    Fix: ship the environment inside the model directory, or point to a path that exists in
+    the container.
+    """
+    config = model.effective
+    parameter = config.parameters.get("EXECUTION_ENV_PATH")
+    if config.backend != "python" or parameter is None:
+        return
+    value = parameter.string_value
+    if not value.startswith(MODEL_DIRECTORY_VARIABLE):
+        return
+    relative = posixpath.normpath(value[len(MODEL_DIRECTORY_VARIABLE) :].lstrip("/"))
+    tree = set(model.dir.tree)
+    path = f"{model.dir.path}/{relative}"
+    if relative in tree:
+        return
+    if relative + "/" in tree:
+        if f"{relative}/bin/activate" in tree:
+            return
+        text = (
+            f"Path {path}/bin/activate does not exist. The Python environment should "
+            "contain an 'activate' script."
+        )
+        yield Hit(
+            message=f"EXECUTION_ENV_PATH {value} has no bin/activate",
+            triton_message=text,
+            fix="Point to a conda-pack .tar.gz, or an unpacked env with bin/activate.",
+            field="parameters",
+        )
+        return
+    yield Hit(
+        message=f"EXECUTION_ENV_PATH {value}: {path} does not exist",
+        fix=f"Put the packed environment at {path}.",
+        field="parameters",
+    )

@@ -108,34 +108,25 @@ def test_config_that_is_a_directory(tmp_path: Path) -> None:
     _assert_clean_failure(proc, 1, "is a directory")
 
 
-def _as_nobody(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as an unprivileged user: root reads through any permission bits."""
+def _without_dac_override(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as root without the capabilities that read through permission bits."""
     setpriv = shutil.which("setpriv")
     if setpriv is None:
-        pytest.skip("setpriv is needed to drop root privileges")
+        pytest.skip("setpriv is needed to drop root's permission override")
     return subprocess.run(
-        [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups",
+        [setpriv, "--bounding-set", "-dac_override,-dac_read_search",
          sys.executable, "-m", "triton_doctor", *args],
         capture_output=True, text=True, timeout=60, check=False,
-        env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
     )
 
 
 def _run_unprivileged(*args: str) -> subprocess.CompletedProcess[str]:
-    return _as_nobody(*args) if os.geteuid() == 0 else run_cli(*args)
-
-
-def _world_readable(tmp_path: Path) -> None:
-    for parent in [tmp_path, *tmp_path.parents]:
-        os.chmod(parent, os.stat(parent).st_mode | 0o005)
+    return _without_dac_override(*args) if os.geteuid() == 0 else run_cli(*args)
 
 
 def test_unreadable_model_directory(tmp_path: Path) -> None:
-    _world_readable(tmp_path)
     write_model(tmp_path, "good", GOOD_CONFIG)
     locked = write_model(tmp_path, "locked", GOOD_CONFIG)
-    for path in tmp_path.rglob("*"):
-        os.chmod(path, 0o755 if path.is_dir() else 0o644)
     os.chmod(locked, 0o000)
     try:
         proc = _run_unprivileged("check", str(tmp_path))
@@ -146,7 +137,6 @@ def test_unreadable_model_directory(tmp_path: Path) -> None:
 
 
 def test_unreadable_repository(tmp_path: Path) -> None:
-    _world_readable(tmp_path)
     repo = tmp_path / "repo"
     repo.mkdir()
     os.chmod(repo, 0o000)
