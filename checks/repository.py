@@ -36,7 +36,12 @@ def _describe(error: OSError) -> str:
     return error.strerror or str(error)
 
 
-def collect_repository(path: str | Path) -> RepositoryEvidence:
+def collect_repository(path: str | Path, config_name: str | None = None) -> RepositoryEvidence:
+    """Every model directory of the repository at ``path``.
+
+    ``config_name`` mirrors tritonserver --model-config-name: a model's
+    ``configs/<config_name>.pbtxt`` is read instead of config.pbtxt when it exists.
+    """
     root = Path(path)
     try:
         if not root.exists():
@@ -49,13 +54,13 @@ def collect_repository(path: str | Path) -> RepositoryEvidence:
         raise TargetError(f"{root}: cannot read the repository: {_describe(error)}") from None
     models = []
     for entry in entries:
-        model = _collect_model(entry)
+        model = _collect_model(entry, config_name)
         if model is not None:
             models.append(model)
     return RepositoryEvidence(path=str(root), models=models)
 
 
-def _collect_model(entry: os.DirEntry[str]) -> ModelDir | None:
+def _collect_model(entry: os.DirEntry[str], config_name: str | None) -> ModelDir | None:
     config_path = os.path.join(entry.path, "config.pbtxt")
     try:
         is_dir = entry.is_dir()
@@ -79,11 +84,15 @@ def _collect_model(entry: os.DirEntry[str]) -> ModelDir | None:
         return model
     for child in children:
         if child.name == "config.pbtxt":
-            model.config = _read_config(child)
+            model.config = _read_config(child.path)
         elif _is_dir(child):
             model.subdirs.append(_collect_subdir(child))
         else:
             model.files.append(child.name)
+    if config_name:
+        custom = os.path.join(entry.path, "configs", f"{config_name}.pbtxt")
+        if os.path.isfile(custom):
+            model.config = _read_config(custom)
     model.tree = _tree(entry.path)
     model.data_files = _data_files(entry.path, model.tree)
     return model
@@ -96,13 +105,13 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _read_config(entry: os.DirEntry[str]) -> ConfigFile:
-    config = ConfigFile(path=entry.path, present=True)
-    if _is_dir(entry):
+def _read_config(path: str) -> ConfigFile:
+    config = ConfigFile(path=path, present=True)
+    if os.path.isdir(path):
         config.unreadable = "is a directory, not a file"
         return config
     try:
-        with open(entry.path, "rb") as handle:
+        with open(path, "rb") as handle:
             data = handle.read(MAX_CONFIG_BYTES + 1)
             config.size_bytes = os.fstat(handle.fileno()).st_size
     except OSError as error:

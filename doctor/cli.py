@@ -58,6 +58,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="judge as tritonserver --disable-auto-complete-config would",
     )
+    check.add_argument(
+        "--model-config-name",
+        metavar="NAME",
+        help="judge configs/NAME.pbtxt where a model has one, as "
+        "tritonserver --model-config-name=NAME would",
+    )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
     rules = commands.add_parser("rules", help="list the rules")
@@ -92,7 +98,7 @@ def _check(args: argparse.Namespace) -> int:
         print(f"triton-doctor: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        repository = collect_repository(args.repository)
+        repository = collect_repository(args.repository, args.model_config_name)
     except TargetError as error:
         print(f"triton-doctor: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -111,3 +111,15 @@ def test_disable_auto_complete_config_mirrors_the_server(tmp_path: Path) -> None
     (finding,) = [f for f in strict["findings"] if f["rule"] == "TD109"]
     assert finding["severity"] == "error"
     assert "failed to open text file for read" in finding["triton_message"]
+
+
+def test_model_config_name_prefers_the_named_config(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "m", GOOD_CONFIG)
+    (model / "configs").mkdir()
+    (model / "configs" / "h100.pbtxt").write_text(GOOD_CONFIG.replace("max_batch_size: 8",
+                                                                      "max_batch_size: -8"))
+    assert not check_json(tmp_path)["findings"]
+    findings = check_json(tmp_path, "--model-config-name", "h100")["findings"]
+    assert [f["rule"] for f in findings] == ["TD208"]
+    assert findings[0]["location"]["path"].endswith("configs/h100.pbtxt")
+    assert not check_json(tmp_path, "--model-config-name", "a100")["findings"]
