@@ -14,14 +14,7 @@ from typing import NoReturn
 
 import pytest
 
-try:  # tests/ is on sys.path: it is a rootdir, not a package (pytest's default "prepend" mode)
-    from tritonserver import ServerInstall, TritonServer, locate_server_tree
-except ImportError:  # tests/ is a package (tests/__init__.py): its parent is on sys.path
-    from tests.tritonserver import (  # type: ignore[no-redef]
-        ServerInstall,
-        TritonServer,
-        locate_server_tree,
-    )
+from tests.server_harness import ServerInstall, TritonServer, locate_server_tree
 
 StartServer = Callable[..., TritonServer]
 

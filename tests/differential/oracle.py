@@ -25,12 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-try:  # see conftest.py: tests/ may be on sys.path or be a package itself
-    from tritonserver import LoadResult, TritonServer
-except ImportError:
-    from tests.tritonserver import LoadResult, TritonServer  # type: ignore[no-redef]
-
-from .cases import Case
+from tests.differential.cases import Case
+from tests.server_harness import LoadResult, TritonServer
 
 __all__ = [
     "DoctorRun",
