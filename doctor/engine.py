@@ -8,13 +8,21 @@ from dataclasses import dataclass, field
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
 from triton_doctor.registry import Rule
+from triton_doctor.suppress import waivers
 from triton_doctor.view import ModelView, RepositoryView
+
+
+@dataclass(frozen=True)
+class Suppressed:
+    finding: Finding
+    reason: str
 
 
 @dataclass
 class Result:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    suppressed: list[Suppressed] = field(default_factory=list)
     rules_run: int = 0
     models: int = 0
 
@@ -38,7 +46,29 @@ def run(evidence: Evidence, rules: Sequence[Rule]) -> Result:
                 continue
             _collect(result, candidate, model, candidate.check(model, repository))
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
+    _apply_waivers(result, repository)
     return result
+
+
+def _apply_waivers(result: Result, repository: RepositoryView) -> None:
+    """Move findings waived in their model's config.pbtxt to ``result.suppressed``."""
+    by_model = {m.name: waivers(m.dir.config.text or "") for m in repository.models}
+    kept = []
+    for finding in result.findings:
+        waiver = next(
+            (
+                w
+                for w in by_model.get(finding.model or "", [])
+                if w.covers(finding.rule, finding.name)
+            ),
+            None,
+        )
+        if waiver is None:
+            kept.append(finding)
+        else:
+            reason = waiver.reason or "no reason given"
+            result.suppressed.append(Suppressed(finding, f"{reason} (config.pbtxt:{waiver.line})"))
+    result.findings = kept
 
 
 def _collect(result: Result, rule: Rule, model: ModelView | None, hits: Iterable[Hit]) -> None:

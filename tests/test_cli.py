@@ -123,3 +123,33 @@ def test_model_config_name_prefers_the_named_config(tmp_path: Path) -> None:
     assert [f["rule"] for f in findings] == ["TD208"]
     assert findings[0]["location"]["path"].endswith("configs/h100.pbtxt")
     assert not check_json(tmp_path, "--model-config-name", "a100")["findings"]
+
+
+def test_schema_rejects_unknown_finding_fields() -> None:
+    report = check_json(DEMO)
+    report["findings"][0]["surprise"] = 1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(report, SCHEMA)
+
+
+def test_inline_waiver_suppresses_with_its_reason(tmp_path: Path) -> None:
+    waived = GOOD_CONFIG.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput")
+    write_model(tmp_path, "m", "# triton-doctor: ignore[invalid-dims] fixed by the exporter\n"
+                + waived)
+    report = check_json(tmp_path)
+    jsonschema.validate(report, SCHEMA)
+    assert report["findings"] == []
+    (suppressed,) = report["suppressed"]
+    assert suppressed["rule"] == "TD212"
+    assert suppressed["reason"] == "fixed by the exporter (config.pbtxt:1)"
+    assert run_cli("check", str(tmp_path)).returncode == 0
+    assert "1 suppressed inline" in run_cli("check", str(tmp_path)).stdout
+
+
+def test_inline_waiver_covers_only_the_rules_it_names(tmp_path: Path) -> None:
+    broken = GOOD_CONFIG.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput")
+    write_model(tmp_path, "m", "# triton-doctor: ignore[TD3] other family\n" + broken)
+    write_model(tmp_path, "other", "# triton-doctor: ignore[TD2]\n" + GOOD_CONFIG)
+    report = check_json(tmp_path)
+    assert [f["rule"] for f in report["findings"]] == ["TD212"]
+    assert report["suppressed"] == []

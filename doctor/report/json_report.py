@@ -42,6 +42,7 @@ def summary(result: Result) -> dict[str, int]:
         "models": result.models,
         "rules": result.rules_run,
         "skipped": len(result.skipped),
+        "suppressed": len(result.suppressed),
     }
 
 
@@ -52,6 +53,7 @@ def render(result: Result, target: dict[str, Any], exit_code: int) -> str:
         "target": target,
         "findings": [finding_dict(f) for f in result.findings],
         "skipped": [{"rule": s.rule, "model": s.model, "reason": s.reason} for s in result.skipped],
+        "suppressed": [{**finding_dict(s.finding), "reason": s.reason} for s in result.suppressed],
         "summary": {**summary(result), "exit_code": exit_code},
     }
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"

@@ -76,6 +76,8 @@ def render(result: Result, colour: bool = False) -> str:
     line += f" · {result.rules_run} rules" + (
         f", {counts['skipped']} skipped" if counts["skipped"] else ""
     )
+    if counts["suppressed"]:
+        line += f" · {counts['suppressed']} suppressed inline"
     mark = style("✗", "31") if counts["error"] else style("✓", "32")
     out.append(f"{mark} {line}")
     return "\n".join(out) + "\n"
