@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from triton_doctor import docs
 
-from tests.helpers import ROOT
+from tests.helpers import DEMO, ROOT, run_cli
 
 
 def test_readme_rules_table_is_current() -> None:
@@ -14,3 +14,8 @@ def test_readme_rules_table_is_current() -> None:
 
 def test_rules_reference_is_current() -> None:
     assert (ROOT / "docs" / "rules.md").read_text() == docs.rules_reference()
+
+
+def test_readme_demo_summary_is_current() -> None:
+    summary = run_cli("check", str(DEMO)).stdout.rstrip().splitlines()[-1]
+    assert summary in (ROOT / "README.md").read_text()
