@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.view import ModelView, RepositoryView
 
+_VERSION_LIKE = re.compile(r"\d|^(latest|current|stable|prod)$", re.IGNORECASE)
 #: Directories that tools leave in repositories and that are never models.
 JUNK_DIRS = {"__pycache__", "lost+found", "__MACOSX"}
 
@@ -132,6 +134,9 @@ def version_dir_ignored(model: ModelView, repository: RepositoryView) -> Iterato
     (`01`, `001`) or no leading integer (`v1`, `latest`, `.ipynb_checkpoints`).
 
     Why it matters: the files in them are never served; the server only logs a warning.
+    Directories that look like versions (a digit in the name, `latest`, `current`) are
+    warnings; others (`tokenizer/`, `assets/` next to a Python model) are info, since
+    keeping assets there is deliberate and harmless.
 
     Example: `my_model/01/` → `my_model/1/`.
 
@@ -151,9 +156,13 @@ def version_dir_ignored(model: ModelView, repository: RepositoryView) -> Iterato
             )
         else:
             continue
+        looks_like_version = version.quirk == "leading-zeros" or bool(
+            _VERSION_LIKE.search(version.name)
+        )
         yield Hit(
             message=f"subdirectory '{version.name}' is not a version: the server ignores it",
             triton_message=text,
+            severity=None if looks_like_version else Severity.INFO,
             fix=f"Rename it to a plain integer (e.g. {version.name.lstrip('0') or '0'}) if it "
             "is a version, or move it out of the model directory.",
             path=f"{model.dir.path}/{version.name}",
