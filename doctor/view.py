@@ -50,6 +50,12 @@ def read_version_dir(name: str) -> VersionDir:
     return VersionDir(name, number, None if clean else "prefix")
 
 
+def version_dir_name(number: int) -> str:
+    """The directory a backend opens for a version: it prints the version as unsigned 64-bit,
+    so version -1 (from a directory named ``-1``) is looked up in ``18446744073709551615/``."""
+    return str(number % 2**64)
+
+
 class ModelView:
     def __init__(self, model_dir: ModelDir, options: CheckOptions) -> None:
         self.dir = model_dir
@@ -124,9 +130,9 @@ class ModelView:
         return None
 
     def version_entries(self, number: int) -> list[str] | None:
-        """Entries of the directory the server opens for a version: ``<model>/<number>/``."""
+        """Entries of the directory the backend opens for a version: ``<model>/<number>/``."""
         for sub in self.dir.subdirs:
-            if sub.name == str(number):
+            if sub.name == version_dir_name(number):
                 return sub.entries
         return None
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.view import ModelView, RepositoryView, version_dir_name
 
 _VERSION_LIKE = re.compile(r"\d|^(latest|current|stable|prod)$", re.IGNORECASE)
 #: Directories that tools leave in repositories and that are never models.
@@ -196,8 +196,14 @@ def version_dir_misread(model: ModelView, repository: RepositoryView) -> Iterato
         elif version.quirk == "prefix":
             yield Hit(
                 message=f"subdirectory '{version.name}' is read as version {version.number}, "
-                f"but its files are looked up in '{version.number}/'",
-                fix=f"Rename it to '{version.number}' or move it out of the model directory.",
+                f"but its files are looked up in '{version_dir_name(version.number or 0)}/'",
+                fix=(
+                    f"Rename it to '{version.number}'"
+                    if (version.number or 0) >= 0
+                    else "Rename it to a positive integer"
+                )
+                + " or move it out of the model "
+                "directory.",
                 path=f"{model.dir.path}/{version.name}",
             )
 
@@ -292,11 +298,17 @@ def model_file_missing(model: ModelView, repository: RepositoryView) -> Iterator
             continue
         if present & alternatives:
             continue
-        path = f"{model.dir.path}/{number}/{filename}"
+        directory = version_dir_name(number)
+        path = f"{model.dir.path}/{directory}/{filename}"
         hangs = model.effective.backend == "python"
-        others = ", ".join(e for e in sorted(present) if not e.endswith("/")) or "nothing"
+        if entries is None:
+            holds = "that directory does not exist"
+        else:
+            holds = "it holds: " + (
+                ", ".join(e for e in sorted(present) if not e.endswith("/")) or "nothing"
+            )
         yield Hit(
-            message=f"version {number} has no {filename} (it holds: {others})"
+            message=f"version {number}: no {filename} in {directory}/ ({holds})"
             + ("; the server's load of this model hangs instead of failing" if hangs else ""),
             triton_message=_missing_file_message(model, path),
             fix=f"Put the model at {path}, or set default_model_filename to the file's name.",

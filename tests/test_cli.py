@@ -153,3 +153,11 @@ def test_inline_waiver_covers_only_the_rules_it_names(tmp_path: Path) -> None:
     report = check_json(tmp_path)
     assert [f["rule"] for f in report["findings"]] == ["TD212"]
     assert report["suppressed"] == []
+
+
+def test_negative_version_directory_is_looked_up_as_unsigned(tmp_path: Path) -> None:
+    """Seen on the real 2.51 server: version -1 makes the stub look in 18446744073709551615/."""
+    write_model(tmp_path, "m", GOOD_CONFIG, {"-1/model.py": "class TritonPythonModel: ...\n"})
+    findings = {f["rule"]: f for f in check_json(tmp_path)["findings"]}
+    assert "/m/18446744073709551615/model.py" in findings["TD108"]["triton_message"]
+    assert "18446744073709551615/" in findings["TD106"]["message"]
