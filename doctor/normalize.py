@@ -7,20 +7,11 @@ Backend auto-complete (reading model files) is not done here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from triton_doctor.evidence import ModelDir
 
-PLATFORM_BACKEND = {
-    "tensorrt_plan": "tensorrt",
-    "onnxruntime_onnx": "onnxruntime",
-    "pytorch_libtorch": "pytorch",
-    "torch_aoti": "pytorch",
-    "libtorch": "pytorch",
-    "tensorflow_savedmodel": "tensorflow",
-    "tensorflow_graphdef": "tensorflow",
-}
-ENSEMBLE = "ensemble"
 #: Default model file per backend, as the server and backends look it up.
 DEFAULT_FILENAME = {
     "tensorrt": "model.plan",
@@ -28,6 +19,11 @@ DEFAULT_FILENAME = {
     "openvino": "model.xml",
     "pytorch": "model.pt",
     "python": "model.py",
+}
+BACKEND_PLATFORM = {
+    "tensorrt": "tensorrt_plan",
+    "onnxruntime": "onnxruntime_onnx",
+    "pytorch": "pytorch_libtorch",
 }
 TF_FILENAME = {"tensorflow_savedmodel": "model.savedmodel", "tensorflow_graphdef": "model.graphdef"}
 
@@ -53,7 +49,13 @@ def complete(raw: Any, model_name: str, model_dir: ModelDir) -> tuple[Any, str |
     return config, error
 
 
-def _backend_fields(config, model_name, has_version, has_file, has_dir) -> str | None:  # type: ignore[no-untyped-def]
+def _backend_fields(
+    config: Any,
+    model_name: str,
+    has_version: bool,
+    has_file: Callable[[str], bool],
+    has_dir: Callable[[str], bool],
+) -> str | None:
     guess = not config.platform and not config.default_model_filename and has_version
     # TensorFlow: the platform decides, so infer it first.
     if not config.platform and config.backend in ("", "tensorflow"):
@@ -71,30 +73,29 @@ def _backend_fields(config, model_name, has_version, has_file, has_dir) -> str |
             config.default_model_filename or TF_FILENAME[config.platform]
         )
         return None
-    # Backends whose default file, or platform, names them.
+    # Backends whose platform, default file name, or file in the first subdirectory names them.
     for backend, platform, filename, is_file in (
         ("tensorrt", "tensorrt_plan", "model.plan", has_file),
         ("onnxruntime", "onnxruntime_onnx", "model.onnx", lambda n: has_file(n) or has_dir(n)),
         ("openvino", "", "model.xml", has_file),
         ("pytorch", "pytorch_libtorch", "model.pt", has_file),
         ("pytorch", "torch_aoti", "model.pt2", has_file),
+        ("pytorch", "libtorch", "", has_file),  # refused later by the platform/backend pair check
         ("python", "", "model.py", has_file),
     ):
         if not config.backend and (
             (platform and config.platform == platform)
-            or config.default_model_filename == filename
-            or (guess and is_file(filename))
+            or (filename and config.default_model_filename == filename)
+            or (guess and filename and is_file(filename))
         ):
             config.backend = backend
-        if config.backend == backend:
-            if platform and not config.platform:
-                config.platform = platform
-            config.default_model_filename = config.default_model_filename or filename
-            return None
-    if config.platform == "libtorch" and not config.backend:
-        config.backend = (
-            "pytorch"  # accepted here, refused later by the platform/backend pair check
-        )
+            config.platform = config.platform or platform
+    if config.backend in DEFAULT_FILENAME:
+        config.platform = config.platform or BACKEND_PLATFORM.get(config.backend, "")
+        aoti = config.platform == "torch_aoti"
+        default = "model.pt2" if aoti else DEFAULT_FILENAME[config.backend]
+        config.default_model_filename = config.default_model_filename or default
+        return None
     # A custom backend, named by the model directory: ``model.<backend>``.
     if not config.backend and not config.platform and not config.default_model_filename:
         if "." not in model_name:

@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
+from triton_doctor.normalize import DEFAULT_FILENAME, TF_FILENAME
 from triton_doctor.registry import rule
 from triton_doctor.view import ModelView, RepositoryView, version_dir_name
 
@@ -238,24 +239,11 @@ def specific_version_missing(model: ModelView, repository: RepositoryView) -> It
 def default_model_file(model: ModelView) -> tuple[str, bool] | None:
     """(file name, may be a directory) the backend opens in a version directory, if known."""
     config = model.effective
-    defaults = {
-        "tensorrt": "model.plan",
-        "onnxruntime": "model.onnx",
-        "openvino": "model.xml",
-        "python": "model.py",
-    }
-    if config.backend == "pytorch":
-        name = config.default_model_filename or (
-            "model.pt2" if config.platform == "torch_aoti" else "model.pt"
-        )
-        return name, False
-    if config.backend in defaults:
-        return config.default_model_filename or defaults[
-            config.backend
-        ], config.backend == "onnxruntime"
-    if config.platform in ("tensorflow_savedmodel", "tensorflow_graphdef"):
-        return config.default_model_filename, config.platform == "tensorflow_savedmodel"
-    return None
+    known = config.backend in DEFAULT_FILENAME or config.platform in TF_FILENAME
+    if not known or not config.default_model_filename:
+        return None
+    may_be_dir = config.backend == "onnxruntime" or config.platform == "tensorflow_savedmodel"
+    return config.default_model_filename, may_be_dir
 
 
 def _missing_file_message(model: ModelView, path: str) -> str | None:

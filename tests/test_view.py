@@ -83,3 +83,40 @@ def test_collector_lists_versions_and_tree(tmp_path: Path) -> None:
     assert model.subdirs[0].entries == ["model.py", "sub/"]
     assert {"labels.txt", "1/", "1/model.py", "1/sub/"} <= set(model.tree)
     assert not model.config.present
+
+
+def _complete(config_text: str, name: str, subdirs: dict[str, list[str]]) -> tuple[str, ...]:
+    from triton_doctor import model_config, normalize
+    from triton_doctor.evidence import ConfigFile, ModelDir, Subdir
+
+    model = ModelDir(name=name, path=f"/r/{name}", config=ConfigFile("/r/config.pbtxt", True),
+                     subdirs=[Subdir(n, entries) for n, entries in sorted(subdirs.items())])
+    config, error = normalize.complete(model_config.parse(config_text), name, model)
+    return config.backend, config.platform, config.default_model_filename, error or ""
+
+
+@pytest.mark.parametrize(
+    ("config", "name", "subdirs", "expected"),
+    [
+        ("", "m", {"1": ["model.onnx"]}, ("onnxruntime", "onnxruntime_onnx", "model.onnx", "")),
+        ("", "m", {"1": ["model.onnx/"]}, ("onnxruntime", "onnxruntime_onnx", "model.onnx", "")),
+        ("", "m", {"1": ["model.plan/"]}, ("", "", "", "Invalid model name")),
+        ("", "m", {"1": ["model.py"]}, ("python", "", "model.py", "")),
+        # Only the first subdirectory by name is looked into: a hidden one hides the model.
+        ("", "m", {".ipynb_checkpoints": [], "1": ["model.py"]}, ("", "", "", "Invalid model")),
+        ("", "m.identity", {}, ("identity", "", "model.identity", "")),
+        ('platform: "tensorrt_plan"', "m", {}, ("tensorrt", "tensorrt_plan", "model.plan", "")),
+        ('backend: "pytorch" platform: "torch_aoti"', "m", {},
+         ("pytorch", "torch_aoti", "model.pt2", "")),
+        ('platform: "libtorch"', "m", {}, ("pytorch", "libtorch", "model.pt", "")),
+        ('platform: "ensemble"', "m", {}, ("", "ensemble", "", "")),
+        ('backend: "tensorflow"', "m", {"1": ["model.graphdef"]},
+         ("tensorflow", "tensorflow_graphdef", "model.graphdef", "")),
+    ],
+)
+def test_backend_inference_follows_the_server(
+    config: str, name: str, subdirs: dict[str, list[str]], expected: tuple[str, ...]
+) -> None:
+    backend, platform, filename, error = _complete(config, name, subdirs)
+    assert (backend, platform, filename) == expected[:3]
+    assert error.startswith(expected[3]) if expected[3] else error == ""
