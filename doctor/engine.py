@@ -37,17 +37,28 @@ def run(evidence: Evidence, rules: Sequence[Rule]) -> Result:
     result.models = len(repository.models)
     for candidate in rules:
         if candidate.scope == "repository":
-            _collect(result, candidate, None, candidate.check(repository))
+            _judge(result, candidate, None, repository)
             continue
         for model in repository.models:
             missing = model.missing(candidate.needs)
             if missing:
                 result.skipped.append(Skipped(candidate.id, model.name, missing))
                 continue
-            _collect(result, candidate, model, candidate.check(model, repository))
+            _judge(result, candidate, model, model, repository)
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
     _apply_waivers(result, repository)
     return result
+
+
+def _judge(result: Result, rule: Rule, model: ModelView | None, *args: object) -> None:
+    """Run one rule on ``args``; a defect in a rule is reported as a skip, not a crash."""
+    try:
+        hits = list(rule.check(*args))
+    except Exception as error:  # any defect in one rule must not end the whole check
+        reason = f"internal error in the rule ({type(error).__name__}: {error}); please report it"
+        result.skipped.append(Skipped(rule.id, model.name if model else None, reason))
+        return
+    _collect(result, rule, model, hits)
 
 
 def _apply_waivers(result: Result, repository: RepositoryView) -> None:

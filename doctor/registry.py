@@ -84,11 +84,16 @@ def find_rule(key: str) -> Rule | None:
     return None
 
 
+def key_matches(rule_id: str, rule_name: str, key: str) -> bool:
+    """How users name rules everywhere: an id (``TD213``), an id prefix (``TD2``) or a name."""
+    return rule_id.startswith(key.upper()) or rule_name == key
+
+
 def select_rules(select: Iterable[str], ignore: Iterable[str]) -> list[Rule]:
-    """Rules chosen by ids, id prefixes (``TD2``) or names; unknown keys raise ValueError."""
+    """Rules chosen by ids, id prefixes or names; unknown keys raise ValueError."""
 
     def matches(candidate: Rule, key: str) -> bool:
-        return candidate.id.startswith(key.upper()) or candidate.name == key
+        return key_matches(candidate.id, candidate.name, key)
 
     rules = all_rules()
     for key in [*select, *ignore]:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from triton_doctor.registry import key_matches
+
 _WAIVER = re.compile(r"#\s*triton-doctor:\s*ignore\[([^\]]*)\]\s*(.*)$", re.MULTILINE)
 
 
@@ -19,8 +21,7 @@ class Waiver:
     reason: str
 
     def covers(self, rule_id: str, rule_name: str) -> bool:
-        """By id, id prefix (``TD2``) or rule name."""
-        return any(rule_id.startswith(key.upper()) or key == rule_name for key in self.keys)
+        return any(key_matches(rule_id, rule_name, key) for key in self.keys)
 
 
 def waivers(text: str) -> list[Waiver]:

@@ -120,3 +120,17 @@ def test_backend_inference_follows_the_server(
     backend, platform, filename, error = _complete(config, name, subdirs)
     assert (backend, platform, filename) == expected[:3]
     assert error.startswith(expected[3]) if expected[3] else error == ""
+
+
+def test_a_failing_rule_is_reported_as_skipped_not_raised() -> None:
+    from triton_doctor.engine import run
+    from triton_doctor.findings import Severity
+    from triton_doctor.registry import Rule
+
+    def broken(model: object, repository: object) -> list[object]:
+        raise KeyError("boom")
+
+    rule = Rule("TD999", "broken", Severity.ERROR, "t", "model", (), broken)
+    result = run(Evidence(repository=collect_repository(DEMO)), [rule])
+    assert not result.findings
+    assert result.skipped and "internal error in the rule (KeyError" in result.skipped[0].reason
