@@ -184,7 +184,8 @@ def invalid_dynamic_batching(model: ModelView, repository: RepositoryView) -> It
                 field="dynamic_batching.preserve_ordering",
             )
         for where, policy in _queue_policies(batching):
-            if enum_name(policy, "timeout_action", policy.timeout_action) == "DELAY":
+            delays = enum_name(policy, "timeout_action", policy.timeout_action) == "DELAY"
+            if delays and policy.default_timeout_microseconds:
                 yield Hit(
                     message=f"{where} delays timed-out requests while preserve_ordering is on",
                     triton_message=f"Queue policy can not have DELAY as timeout action when "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -101,16 +102,34 @@ def instance_group_profile(model: ModelView, repository: RepositoryView) -> Iter
             )
             continue
         for profile in group.profile:
-            if not profile.isdigit():
+            text = _profile_problem(profile, name, config)
+            if text:
                 yield Hit(
                     message=f"instance group {name} has profile {profile!r}, not a "
                     "non-negative integer",
-                    triton_message=f"instance group {name} of model {config.name} and platform "
-                    f"{config.platform} specifies invalid profile {profile}. The field should "
-                    "contain the string representation of a non-negative integer.",
+                    triton_message=text,
                     fix='Write profile indexes as strings of digits: profile: [ "0" ].',
                     field=where,
                 )
+
+
+_STOI = re.compile(r"^\s*([+-]?\d+)")
+
+
+def _profile_problem(profile: str, group: str, config: Any) -> str | None:
+    """The server reads a profile with ``std::stoi``: a leading integer, rest ignored."""
+    if not profile:
+        return "profile name must not be empty"
+    match = _STOI.match(profile)
+    if match is None:
+        return f"unable to parse '{profile}': stoi"
+    if int(match.group(1)) < 0:
+        return (
+            f"instance group {group} of model {config.name} and platform {config.platform} "
+            f"specifies invalid profile {profile}. The field should contain the string "
+            "representation of a non-negative integer."
+        )
+    return None
 
 
 @rule("TD233", "rate-limiter-resource", "error", "Rate-limiter resource both global and per-device")

@@ -164,12 +164,24 @@ def config_unreadable(model: ModelView, repository: RepositoryView) -> Iterator[
     config = model.dir.config
     if not config.unreadable:
         return
-    crashes = config.unreadable.startswith("is a directory")
-    yield Hit(
-        message=f"{config.path} {config.unreadable}"
-        + ("; tritonserver aborts (std::length_error) when it meets one" if crashes else ""),
-        triton_message=None if crashes else _read_failure(model),
-        fix="Remove the directory and write config.pbtxt as a text file."
-        if crashes
-        else "Write config.pbtxt as UTF-8 text in protobuf text format (a few kilobytes).",
-    )
+    reason = config.unreadable
+    if reason.startswith("is a directory"):
+        yield Hit(
+            message=f"{config.path} {reason}; tritonserver aborts (std::length_error) when it "
+            "meets one, even in explicit model-control mode",
+            fix="Remove the directory and write config.pbtxt as a text file.",
+        )
+    elif reason.startswith("is "):  # binary, not UTF-8, or far too large: it cannot parse
+        yield Hit(
+            message=f"{config.path} {reason}",
+            triton_message=_read_failure(model) if "text" in reason else None,
+            fix="Write config.pbtxt as UTF-8 text in protobuf text format (a few kilobytes).",
+        )
+    else:
+        yield Hit(
+            message=f"{config.path} cannot be read: {reason}",
+            triton_message=f"failed to open text file for read {config.path}: Permission denied"
+            if reason == "permission denied"
+            else None,
+            fix="Make config.pbtxt readable by the user the server runs as.",
+        )

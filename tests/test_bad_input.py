@@ -145,3 +145,13 @@ def test_unreadable_repository(tmp_path: Path) -> None:
     finally:
         os.chmod(repo, 0o755)
     _assert_clean_failure(proc, 2, str(repo))
+
+
+def test_unreadable_config_file(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "m", GOOD_CONFIG)
+    os.chmod(model / "config.pbtxt", 0o000)
+    try:
+        proc = _run_unprivileged("check", "--format", "json", str(tmp_path))
+    finally:
+        os.chmod(model / "config.pbtxt", 0o644)
+    _assert_clean_failure(proc, 1, "Permission denied")
