@@ -7,12 +7,14 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from triton_doctor import __version__, model_config
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.registry import all_rules, describe, find_rule, select_rules
+from triton_doctor.settings import load_settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -35,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
-        default="error",
+        default=None,
         help="lowest severity that makes the exit code 1 (default: error)",
     )
     check.add_argument(
@@ -56,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--disable-auto-complete-config",
         action="store_true",
+        default=None,
         help="judge as tritonserver --disable-auto-complete-config would",
     )
     check.add_argument(
@@ -63,6 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="judge configs/NAME.pbtxt where a model has one, as "
         "tritonserver --model-config-name=NAME would",
+    )
+    check.add_argument(
+        "--config",
+        metavar="FILE",
+        help="settings file (default: the nearest .triton-doctor.toml, or pyproject.toml with "
+        "[tool.triton-doctor], at or above the repository)",
     )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
@@ -93,18 +102,24 @@ def _check(args: argparse.Namespace) -> int:
     from triton_doctor.checks.repository import TargetError, collect_repository
 
     try:
-        rules = select_rules(_split(args.select), _split(args.ignore))
-    except ValueError as error:
+        settings = load_settings(args.config, Path(args.repository).absolute())
+        select = _split(args.select) or settings.select
+        rules = select_rules(select, [*settings.ignore, *_split(args.ignore)])
+    except ValueError as error:  # SettingsError too
         print(f"triton-doctor: {error}", file=sys.stderr)
         return EXIT_USAGE
+    config_name = args.model_config_name or settings.model_config_name
     try:
-        repository = collect_repository(args.repository, args.model_config_name)
+        repository = collect_repository(args.repository, config_name)
     except TargetError as error:
         print(f"triton-doctor: {error}", file=sys.stderr)
         return EXIT_USAGE
-    options = CheckOptions(disable_auto_complete_config=args.disable_auto_complete_config)
-    result = run(Evidence(repository=repository, options=options), rules)
-    code = _exit_code(result, Severity.parse(args.fail_on), args.exit_zero)
+    strict = args.disable_auto_complete_config or settings.disable_auto_complete_config
+    options = CheckOptions(disable_auto_complete_config=strict)
+    evidence = Evidence(repository=repository, options=options)
+    result = run(evidence, rules, settings.waivers, settings.source or "settings")
+    fail_on = Severity.parse(args.fail_on or settings.fail_on)
+    code = _exit_code(result, fail_on, args.exit_zero)
     if args.format == "json":
         from triton_doctor.report import json_report
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
 from triton_doctor.registry import Rule
+from triton_doctor.settings import ModelWaiver
 from triton_doctor.suppress import waivers
 from triton_doctor.view import ModelView, RepositoryView
 
@@ -27,7 +28,13 @@ class Result:
     models: int = 0
 
 
-def run(evidence: Evidence, rules: Sequence[Rule]) -> Result:
+def run(
+    evidence: Evidence,
+    rules: Sequence[Rule],
+    waived: Sequence[ModelWaiver] = (),
+    waiver_source: str = "settings",
+) -> Result:
+    """Judge the Evidence with ``rules``; ``waived`` are the settings file's waivers."""
     result = Result(rules_run=len(rules))
     if evidence.repository is None:
         reason = evidence.unavailable.get("repository", "no repository was given")
@@ -46,7 +53,7 @@ def run(evidence: Evidence, rules: Sequence[Rule]) -> Result:
                 continue
             _judge(result, candidate, model, model, repository)
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
-    _apply_waivers(result, repository)
+    _apply_waivers(result, repository, waived, waiver_source)
     return result
 
 
@@ -61,24 +68,33 @@ def _judge(result: Result, rule: Rule, model: ModelView | None, *args: object) -
     _collect(result, rule, model, hits)
 
 
-def _apply_waivers(result: Result, repository: RepositoryView) -> None:
-    """Move findings waived in their model's config.pbtxt to ``result.suppressed``."""
-    by_model = {m.name: waivers(m.dir.config.text or "") for m in repository.models}
+def _apply_waivers(
+    result: Result, repository: RepositoryView, settings: Sequence[ModelWaiver], source: str
+) -> None:
+    """Move waived findings to ``result.suppressed``: waivers written inline in the model's
+    config.pbtxt, then those of the settings file."""
+    inline = {m.name: waivers(m.dir.config.text or "") for m in repository.models}
     kept = []
     for finding in result.findings:
-        waiver = next(
+        reason = next(
             (
-                w
-                for w in by_model.get(finding.model or "", [])
+                f"{w.reason or 'no reason given'} (config.pbtxt:{w.line})"
+                for w in inline.get(finding.model or "", [])
                 if w.covers(finding.rule, finding.name)
             ),
             None,
+        ) or next(
+            (
+                f"{w.reason} ({source})"
+                for w in settings
+                if w.covers(finding.rule, finding.name, finding.model)
+            ),
+            None,
         )
-        if waiver is None:
+        if reason is None:
             kept.append(finding)
         else:
-            reason = waiver.reason or "no reason given"
-            result.suppressed.append(Suppressed(finding, f"{reason} (config.pbtxt:{waiver.line})"))
+            result.suppressed.append(Suppressed(finding, reason))
     result.findings = kept
 
 
