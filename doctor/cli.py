@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     check = commands.add_parser("check", help="check a model repository offline")
     check.add_argument("repository", help="path to the model repository")
-    check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
@@ -124,6 +124,10 @@ def _check(args: argparse.Namespace) -> int:
         from triton_doctor.report import json_report
 
         sys.stdout.write(json_report.render(result, {"repository": repository.path}, code))
+    elif args.format == "sarif":
+        from triton_doctor.report import sarif
+
+        sys.stdout.write(sarif.render(result, list(rules), os.getcwd()))
     else:
         from triton_doctor.report import text
 

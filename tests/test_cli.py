@@ -161,3 +161,23 @@ def test_negative_version_directory_is_looked_up_as_unsigned(tmp_path: Path) -> 
     findings = {f["rule"]: f for f in check_json(tmp_path)["findings"]}
     assert "/m/18446744073709551615/model.py" in findings["TD108"]["triton_message"]
     assert "18446744073709551615/" in findings["TD106"]["message"]
+
+
+def test_sarif_output_names_rules_lines_and_levels() -> None:
+    proc = run_cli("check", "--format", "sarif", str(DEMO))
+    assert proc.returncode == 1
+    sarif = json.loads(proc.stdout)
+    assert sarif["version"] == "2.1.0"
+    (run,) = sarif["runs"]
+    rules = run["tool"]["driver"]["rules"]
+    assert {r["id"] for r in rules} >= {r["rule"] for r in check_json(DEMO)["findings"]}
+    results = run["results"]
+    assert len(results) == len(check_json(DEMO)["findings"])
+    for result in results:
+        assert rules[result["ruleIndex"]]["id"] == result["ruleId"]
+        assert result["level"] in ("error", "warning", "note")
+    located = [r for r in results if r["ruleId"] == "TD212"]
+    region = located[0]["locations"][0]["physicalLocation"]
+    assert region["artifactLocation"]["uri"].endswith("text_encoder/config.pbtxt")
+    assert not region["artifactLocation"]["uri"].startswith("/")
+    assert region["region"]["startLine"] == 8

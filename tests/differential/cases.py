@@ -14,7 +14,7 @@ Never add a Python model without its ``model.py``: the server then hangs in LOAD
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 MODEL_PY = '''\
@@ -199,6 +199,49 @@ ensemble_scheduling {
     }
   ]
 }"""
+
+
+def sequence_control(*controls: str) -> str:
+    """``sequence_batching`` with the given ``control_input`` entries."""
+    return "sequence_batching {\n  control_input [\n    " + ",\n    ".join(controls) + "\n  ]\n}"
+
+
+def control(name: str, body: str) -> str:
+    """One control tensor ``name`` with one control ``{ <body> }``."""
+    named = f'name: "{name}" ' if name else ""
+    return f"{{ {named}control [ {{ {body} }} ] }}"
+
+
+STATE = 'input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32'
+
+
+def sequence_state(*initial: str, dims: str = "[ 4 ]", states: int = 1) -> str:
+    """``sequence_batching`` with ``states`` copies of one FP32 state (``initial_state``s)."""
+    init = f" initial_state [ {', '.join(f'{{ {i} }}' for i in initial)} ]" if initial else ""
+    state = f"{{ {STATE} dims: {dims}{init} }}"
+    return "sequence_batching {\n  state [ " + ", ".join([state] * states) + " ]\n}"
+
+
+ZERO_INIT = 'name: "zeros" data_type: TYPE_FP32 dims: [ 4 ] zero_data: true'
+
+
+def warmup(inputs: str, batch_size: int = 1) -> str:
+    """One ``model_warmup`` sample; ``inputs`` is the body of its ``inputs`` map entry."""
+    return f'model_warmup [ {{ name: "warm" batch_size: {batch_size} inputs {{ {inputs} }} }} ]'
+
+
+def parameter(key: str, value: str) -> str:
+    return f'parameters {{ key: "{key}" value: {{ string_value: "{value}" }} }}'
+
+
+def ensemble_case(name: str, what: str, expect: str, edit: Callable[[str], str]) -> Case:
+    """An ensemble of two ``good_plain`` steps whose config ``edit`` breaks."""
+    text = edit(ensemble_config(name, "good_plain", "good_plain"))
+    return Case(name, {f"{name}/config.pbtxt": text, f"{name}/1/": ""}, what, expect)
+
+
+SIXTEEN_BYTES = "0123456789abcdef"
+"""A data file of the right size for a TYPE_FP32 tensor of dims [ 4 ] (contents do not matter)."""
 
 NO_VERSION = "at least one version must be available under the version policy of model"
 
@@ -489,6 +532,370 @@ BROKEN_CASES: list[Case] = [
         "an ensemble step maps to an input its model does not have",
         "in ensemble ensemble_bad_mapping, ensemble tensor MID is mapping to non-existing "
         "input INPUT_WRONG in model good_plain",
+    ),
+    # Sequence batching controls and strategies (TD223): poll-time, in the log.
+    variant(
+        "seq_corrid_fp32",
+        "CONTROL_SEQUENCE_CORRID with data_type TYPE_FP32",
+        "",
+        extra=sequence_control(
+            control("CORRID", "kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_FP32")
+        ),
+    ),
+    variant(
+        "seq_corrid_false_true",
+        "CONTROL_SEQUENCE_CORRID with int32_false_true",
+        "",
+        extra=sequence_control(
+            control(
+                "CORRID",
+                "kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 int32_false_true: [ 0, 1 ]",
+            )
+        ),
+    ),
+    variant(
+        "seq_control_three_values",
+        "CONTROL_SEQUENCE_START with three int32_false_true entries",
+        "",
+        extra=sequence_control(
+            control("START", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1, 2 ]")
+        ),
+    ),
+    variant(
+        "seq_control_two_value_fields",
+        "CONTROL_SEQUENCE_START with both int32_false_true and fp32_false_true",
+        "",
+        extra=sequence_control(
+            control(
+                "START",
+                "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] fp32_false_true: [ 0, 1 ]",
+            )
+        ),
+    ),
+    variant(
+        "seq_control_unnamed",
+        "a sequence control tensor without a name",
+        "",
+        extra=sequence_control(
+            control("", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ]")
+        ),
+    ),
+    variant(
+        "seq_control_kind_twice",
+        "two control tensors of kind CONTROL_SEQUENCE_START",
+        "",
+        extra=sequence_control(
+            control("START", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ]"),
+            control("START2", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ]"),
+        ),
+    ),
+    variant(
+        "seq_oldest_preferred_gt_max",
+        "sequence_batching oldest with preferred_batch_size above max_batch_size",
+        "",
+        extra="sequence_batching { oldest { preferred_batch_size: [ 16 ] } }",
+    ),
+    variant(
+        "seq_oldest_preferred_zero",
+        "sequence_batching oldest with preferred_batch_size 0",
+        "",
+        extra="sequence_batching { oldest { preferred_batch_size: [ 0 ] } }",
+    ),
+    variant(
+        "seq_direct_utilization",
+        "sequence_batching direct with minimum_slot_utilization 1.5",
+        "",
+        extra="sequence_batching { direct { minimum_slot_utilization: 1.5 } }",
+    ),
+    # Sequence state (TD244): read when the sequence batcher is created, at load time.
+    variant(
+        "state_two_initial",
+        "a sequence state with two initial_state entries",
+        "",
+        extra=sequence_state(ZERO_INIT, ZERO_INIT.replace('"zeros"', '"zeros2"')),
+    ),
+    variant(
+        "state_initial_dtype",
+        "initial_state data_type differs from the state's",
+        "",
+        extra=sequence_state(ZERO_INIT.replace("TYPE_FP32", "TYPE_INT32")),
+    ),
+    variant(
+        "state_initial_no_name",
+        "initial_state without a name",
+        "",
+        extra=sequence_state(ZERO_INIT.replace('name: "zeros" ', "")),
+    ),
+    variant(
+        "state_initial_rank",
+        "initial_state with 2 dims for a state of 1 dim",
+        "",
+        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ 2, 2 ]")),
+    ),
+    variant(
+        "state_initial_variable",
+        "initial_state with a -1 dim (state dims [ -1 ])",
+        "",
+        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ -1 ]"), dims="[ -1 ]"),
+    ),
+    variant(
+        "state_initial_dim_mismatch",
+        "initial_state dims [ 5 ] for a state of dims [ 4 ]",
+        "",
+        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ 5 ]")),
+    ),
+    variant(
+        "state_initial_no_source",
+        "initial_state with neither zero_data nor data_file",
+        "",
+        extra=sequence_state(ZERO_INIT.replace(" zero_data: true", "")),
+    ),
+    variant(
+        "state_initial_file_missing",
+        "initial_state data_file that is not in initial_state/",
+        "",
+        extra=sequence_state(ZERO_INIT.replace("zero_data: true", 'data_file: "init.bin"')),
+    ),
+    Case(
+        "state_initial_file_short",
+        {
+            **python_model(
+                "state_initial_file_short",
+                config(
+                    "state_initial_file_short",
+                    extra=sequence_state(
+                        ZERO_INIT.replace("zero_data: true", 'data_file: "init.bin"')
+                    ),
+                ),
+            ),
+            "state_initial_file_short/initial_state/init.bin": "abcd",
+        },
+        "initial_state data_file of 4 bytes for a state of 16 bytes",
+        "",
+    ),
+    variant(
+        "state_name_twice",
+        "two sequence states with the same input_name",
+        "",
+        extra=sequence_state(ZERO_INIT, states=2),
+    ),
+    variant(
+        "cache_sequence",
+        "response_cache enabled on a sequence-batched model",
+        "",
+        extra="response_cache { enable: true }\nsequence_batching { }",
+    ),
+    variant(
+        "preserve_ordering_priorities",
+        "preserve_ordering with two priority levels",
+        "",
+        extra="dynamic_batching { preserve_ordering: true priority_levels: 2 "
+        "default_priority_level: 1 }",
+    ),
+    variant(
+        "metrics_no_family",
+        "model_metrics metric_control with an empty family (a field newer than 2.51)",
+        "",
+        extra='model_metrics { metric_control [ { metric_identifier { family: "" } } ] }',
+    ),
+    # Parameters and files of the Python backend (TD245, TD246, TD113).
+    variant(
+        "batch_strategy_sequence",
+        "TRITON_BATCH_STRATEGY_PATH together with sequence_batching",
+        "",
+        extra=parameter("TRITON_BATCH_STRATEGY_PATH", "libbatch.so") + "\nsequence_batching { }",
+    ),
+    Case(
+        "python_env_no_activate",
+        {
+            **python_model(
+                "python_env_no_activate",
+                config(
+                    "python_env_no_activate",
+                    extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env"),
+                ),
+            ),
+            "python_env_no_activate/env/lib/README": "no bin/activate here\n",
+        },
+        "EXECUTION_ENV_PATH names env/, which exists but has no bin/activate",
+        "",
+    ),
+    variant(
+        "python_env_missing",
+        "EXECUTION_ENV_PATH names env/, which does not exist",
+        "",
+        extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env"),
+    ),
+    variant(
+        "python_env_archive_missing",
+        "EXECUTION_ENV_PATH names env.tar.gz, which does not exist",
+        "",
+        extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env.tar.gz"),
+    ),
+    variant(
+        "runtime_escapes",
+        "runtime '../lib/libtriton_python.so' outside the model directory",
+        "",
+        extra='runtime: "../lib/libtriton_python.so"',
+    ),
+    # Warmup (TD243): prepared (and run) when the model loads; in the load answer.
+    variant(
+        "warmup_variable_dims",
+        "model_warmup input with a -1 dim",
+        "",
+        extra=warmup('key: "INPUT0" value { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true }'),
+    ),
+    variant(
+        "warmup_file_missing",
+        "model_warmup input_data_file that is not in warmup/",
+        "",
+        extra=warmup(
+            'key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: "in.bin" }'
+        ),
+    ),
+    Case(
+        "warmup_file_short",
+        {
+            **python_model(
+                "warmup_file_short",
+                config(
+                    "warmup_file_short",
+                    extra=warmup(
+                        'key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] '
+                        'input_data_file: "in.bin" }'
+                    ),
+                ),
+            ),
+            "warmup_file_short/warmup/in.bin": "abcd",
+        },
+        "model_warmup input_data_file of 4 bytes for an input of 16 bytes",
+        "",
+    ),
+    variant(
+        "warmup_batch_too_big",
+        "model_warmup batch_size 16 on a model with max_batch_size 8",
+        "",
+        extra=warmup(
+            'key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true }',
+            batch_size=16,
+        ),
+    ),
+    variant(
+        "warmup_unknown_input",
+        "model_warmup feeding an input the model does not have",
+        "",
+        extra=warmup('key: "INPUT9" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true }'),
+    ),
+    # Inputs, outputs, batch_input / batch_output (TD215, TD221, syntax): load time.
+    variant(
+        "non_linear_io_python",
+        "is_non_linear_format_io on a Python model input",
+        "",
+        inputs=io("input", f"{FP32_4} is_non_linear_format_io: true"),
+    ),
+    variant(
+        "batch_input_unknown_kind",
+        "batch_input kind given as the number 99",
+        "",
+        extra='batch_input [ { kind: 99 target_name: "B" data_type: TYPE_FP32 '
+        'source_input: [ "INPUT0" ] } ]',
+    ),
+    variant(
+        "batch_input_int64",
+        "batch_input with data_type TYPE_INT64",
+        "",
+        extra='batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "COUNT" '
+        'data_type: TYPE_INT64 source_input: [ "INPUT0" ] } ]',
+    ),
+    variant(
+        "batch_input_unknown_source",
+        "batch_input whose source_input is not an input",
+        "",
+        extra='batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "COUNT" '
+        'data_type: TYPE_FP32 source_input: [ "NOPE" ] } ]',
+    ),
+    variant(
+        "batch_output_unknown_target",
+        "batch_output whose target is not a declared output",
+        "",
+        extra='batch_output [ { target_name: [ "NOPE" ] kind: BATCH_SCATTER_WITH_INPUT_SHAPE '
+        'source_input: [ "INPUT0" ] } ]',
+    ),
+    variant(
+        "batch_output_target_twice",
+        "batch_output naming the same target twice",
+        "",
+        extra='batch_output [ { target_name: [ "OUTPUT0", "OUTPUT0" ] '
+        'kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: [ "INPUT0" ] } ]',
+    ),
+    variant(
+        "output_format",
+        "an output with format (only inputs have one)",
+        "",
+        outputs=io(
+            "output", 'name: "OUTPUT0" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 4 ]'
+        ),
+    ),
+    Case(
+        "label_twice",
+        {
+            **python_model(
+                "label_twice",
+                config(
+                    "label_twice",
+                    outputs=io("output", f'{LABELLED}"labels.txt" label_filename: "labels.txt"'),
+                ),
+            ),
+            "label_twice/labels.txt": "a\nb\nc\nd\n",
+        },
+        "label_filename given twice for one output",
+        "",
+    ),
+    # Ensembles of good_plain steps (TD401, TD411-TD415).
+    ensemble_case(
+        "ensemble_version_missing",
+        "an ensemble step pins version 2 of a model that has only 1/",
+        "",
+        lambda text: text.replace("model_version: -1", "model_version: 2", 1),
+    ),
+    ensemble_case(
+        "ensemble_dtype_mismatch",
+        "ensemble input TYPE_INT32 mapped to a TYPE_FP32 step input",
+        "",
+        lambda text: text.replace('"IN" data_type: TYPE_FP32', '"IN" data_type: TYPE_INT32'),
+    ),
+    ensemble_case(
+        "ensemble_output_twice",
+        "two steps write the same ensemble tensor",
+        "",
+        lambda text: text.replace('value: "OUT"', 'value: "MID"'),
+    ),
+    ensemble_case(
+        "ensemble_batch_too_big",
+        "ensemble max_batch_size 16 over steps that allow 8",
+        "",
+        lambda text: text.replace("max_batch_size: 8", "max_batch_size: 16"),
+    ),
+    ensemble_case(
+        "ensemble_instance_group",
+        "instance_group on an ensemble",
+        "",
+        lambda text: text + CPU1 + "\n",
+    ),
+    Case(
+        "ensemble_cycle",
+        {
+            "ensemble_cycle/config.pbtxt": ensemble_config(
+                "ensemble_cycle", "good_plain", "ensemble_cycle_back"
+            ),
+            "ensemble_cycle/1/": "",
+            "ensemble_cycle_back/config.pbtxt": ensemble_config(
+                "ensemble_cycle_back", "good_plain", "ensemble_cycle"
+            ),
+            "ensemble_cycle_back/1/": "",
+        },
+        "two ensembles that call each other",
+        "",
     ),
 ]
 
