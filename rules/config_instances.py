@@ -132,13 +132,17 @@ def _profile_problem(profile: str, group: str, config: Any) -> str | None:
     return None
 
 
-@rule("TD233", "rate-limiter-resource", "error", "Rate-limiter resource both global and per-device")
+@rule(
+    "TD233", "rate-limiter-resource", "warning", "Rate-limiter resource both global and per-device"
+)
 def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a rate-limiter resource name declared both `global: true` and per-device
     in the same model.
 
-    Why it matters: the server refuses the model.
+    Why it matters: with rate limiting on (`--rate-limit=execution_count`) the server
+    refuses the model; with the default `--rate-limit=off` the resources are ignored, so the
+    model loads and fails only once someone turns rate limiting on.
 
     Example: resources `R1` global in one group and `R1` per-device in another → rename one.
 
@@ -148,13 +152,13 @@ def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Itera
     scopes: dict[str, set[bool]] = {}
     for _, _, group in groups(config):
         for resource in group.rate_limiter.resources:
-            scopes.setdefault(resource.name, set()).add(
-                getattr(resource, "global")
-            )  # a Python keyword
+            is_global = getattr(resource, "global")  # a Python keyword, so no attribute syntax
+            scopes.setdefault(resource.name, set()).add(is_global)
     for name, kinds in sorted(scopes.items()):
         if len(kinds) == 2:
             yield Hit(
-                message=f"rate-limiter resource '{name}' is declared global and per-device",
+                message=f"rate-limiter resource '{name}' is declared global and per-device; the "
+                "server refuses this when it runs with --rate-limit=execution_count",
                 triton_message=f'Resource "{name}" is present as both global and '
                 "device-specific resource in the model configuration.",
                 fix="Make the resource global everywhere or per-device everywhere.",
