@@ -14,9 +14,10 @@ def dims_text(dims: Iterable[int]) -> str:
 
 
 def enum_name(message: Any, field: str, value: int) -> str:
-    """The enum value's name, e.g. ``KIND_GPU`` for instance_group.kind."""
+    """The enum value's name, e.g. ``KIND_GPU`` for instance_group.kind; "" for a number the
+    schema does not define (text format accepts ``kind: 99``), as protobuf's C++ Name() does."""
     enum = message.DESCRIPTOR.fields_by_name[field].enum_type
-    return str(enum.values_by_number[value].name) if value in enum.values_by_number else str(value)
+    return str(enum.values_by_number[value].name) if value in enum.values_by_number else ""
 
 
 def type_name(value: int) -> str:

@@ -43,6 +43,15 @@ def invalid_batch_io(model: ModelView, repository: RepositoryView) -> Iterator[H
         kind = enum_name(batch_input, "kind", batch_input.kind)
         where = f"batch_input[{index}]"
         sources = list(batch_input.source_input)
+        if not kind:
+            yield Hit(
+                message=f"batch_input '{batch_input.target_name}' has kind "
+                f"{batch_input.kind}, which is not a batch input kind",
+                triton_message=f"unknown batch input kind '{kind}'",
+                fix="Use a kind such as BATCH_ELEMENT_COUNT or BATCH_ACCUMULATED_ELEMENT_COUNT.",
+                field=f"{where}.kind",
+            )
+            continue
         if kind in ONE_SOURCE_KINDS and len(sources) != 1:
             yield Hit(
                 message=f"batch_input '{batch_input.target_name}' of kind {kind} lists "
@@ -74,6 +83,15 @@ def invalid_batch_io(model: ModelView, repository: RepositoryView) -> Iterator[H
         kind = enum_name(batch_output, "kind", batch_output.kind)
         where = f"batch_output[{index}]"
         sources = list(batch_output.source_input)
+        if not kind:
+            yield Hit(
+                message=f"batch_output has kind {batch_output.kind}, which is not a batch "
+                "output kind",
+                triton_message=f"unknown batch output kind '{kind}'",
+                fix="Use kind: BATCH_SCATTER_WITH_INPUT_SHAPE.",
+                field=f"{where}.kind",
+            )
+            continue
         if len(sources) != 1:
             yield Hit(
                 message=f"batch_output of kind {kind} lists {len(sources)} source inputs",

@@ -7,7 +7,7 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-from triton_doctor.findings import Hit
+from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import is_ensemble
 from triton_doctor.view import ModelView, RepositoryView
@@ -124,19 +124,26 @@ def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit
         if sample.batch_size > max(config.max_batch_size, 1):
             yield Hit(
                 message=f"warmup '{sample.name}' batch_size {sample.batch_size} exceeds "
-                f"max_batch_size {config.max_batch_size}",
+                f"max_batch_size {config.max_batch_size}; tritonserver 2.51 was seen to crash "
+                "(SIGSEGV) on this",
+                triton_message=f"failed to run warmup sample '{sample.name}': batch size "
+                f"{sample.batch_size} for '{_first_instance(config)}', max allowed is "
+                f"{config.max_batch_size}",
                 fix=f"Use batch_size <= {max(config.max_batch_size, 1)}.",
                 field=f"{where}.batch_size",
             )
+        yield from _warmup_inputs_missing(config, sample, where)
         for name in sorted(sample.inputs):
             tensor = sample.inputs[name]
             if inputs and name not in inputs:
                 yield Hit(
                     message=f"warmup '{sample.name}' feeds '{name}', which is not an input "
-                    f"(inputs: {', '.join(sorted(inputs))})",
+                    f"(inputs: {', '.join(sorted(inputs))}); the server drops it",
                     fix="Key warmup inputs by the model's input names.",
                     field=f"{where}.inputs",
+                    severity=Severity.WARNING,
                 )
+                continue
             if any(d == -1 for d in tensor.dims):
                 yield Hit(
                     message=f"warmup '{sample.name}' input '{name}' has variable dims",
@@ -179,6 +186,32 @@ def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit
                     )
 
 
+def _first_instance(config: Any) -> str:
+    """The name of the first model instance, as the server names it in warmup errors."""
+    if not config.instance_group:
+        return f"{config.name}_0"  # the server adds one group named after the model
+    group = config.instance_group[0]
+    return f"{group.name or config.name + '_0'}_0"
+
+
+def _warmup_inputs_missing(config: Any, sample: Any, where: str) -> Iterator[Hit]:
+    """A warmup request lacking a required input fails like a client request would."""
+    required = [t.name for t in config.input if not t.optional]
+    given = [t.name for t in config.input if t.name in sample.inputs]
+    missing = [name for name in required if name not in sample.inputs]
+    if not missing or any(t.optional for t in config.input):
+        return
+    listed = ",".join(f"'{name}'" for name in given)
+    yield Hit(
+        message=f"warmup '{sample.name}' does not feed {', '.join(missing)}",
+        triton_message=f"expected {len(required)} inputs but got {len(given)} inputs for model "
+        f"'{config.name}'. Got input(s) [{listed}], but missing required input(s) "
+        f"[{','.join(repr(name) for name in missing)}]. Please provide all required input(s).",
+        fix="Give every model input a warmup value (zero_data: true is enough).",
+        field=f"{where}.inputs",
+    )
+
+
 def _expected_bytes(data_type: int, dims: Any) -> int | None:
     """Bytes of one tensor of fixed dims, None for strings or variable dims."""
     if data_type not in ELEMENT_BYTES or any(d < 0 for d in dims):
@@ -195,7 +228,8 @@ def invalid_initial_state(model: ModelView, repository: RepositoryView) -> Itera
     the state's are fixed, a data source (`zero_data` or `data_file`), and a data file under
     `initial_state/` holding enough bytes.
 
-    Why it matters: the model fails to load.
+    Why it matters: the model fails to load; tritonserver 2.51 was seen to crash (SIGSEGV)
+    while tearing down a model whose state was refused.
 
     Example: `initial_state { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true }` for a
     state of dims `[ 16 ]` → `dims: [ 16 ]`, with `name: "zeros"`.
@@ -268,7 +302,7 @@ def _initial_state_problems(
         elif needed is not None and size < needed:
             yield (
                 f"initial_state setting expects {needed} bytes, but the data provided from "
-                f"{path}only has {size} bytes."
+                f"{initial.data_file}only has {size} bytes."
             )
 
 
@@ -349,6 +383,7 @@ def python_env_missing(model: ModelView, repository: RepositoryView) -> Iterator
         return
     yield Hit(
         message=f"EXECUTION_ENV_PATH {value}: {path} does not exist",
+        triton_message=f"Failed to get the canonical path for {path}.",
         fix=f"Put the packed environment at {path}.",
         field="parameters",
     )

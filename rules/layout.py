@@ -436,11 +436,13 @@ def autocomplete_wrong_dir(model: ModelView, repository: RepositoryView) -> Iter
 @rule("TD113", "runtime-escapes", "error", "runtime points outside the backend directory")
 def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: a `runtime` library path that leaves the directory the server searches
-    (the version directory, then the model directory, then the backend's directory).
+    What it checks: a `runtime` library given as a path: it must be found in the version or
+    model directory (the backend's own directory is searched last, so bare file names are
+    not judged), and must not lead out of the directory it is found in.
 
-    Why it matters: the server refuses to load a backend library from outside those
-    directories ("escapes backend directory").
+    Why it matters: the server refuses a library that leads out of its search directory
+    ("escapes backend directory"), and fails when it finds none ("unable to find backend
+    library").
 
     Example: `runtime: "../libs/libtriton_custom.so"` → copy the library into the model
     directory and write `runtime: "libtriton_custom.so"`.
@@ -448,26 +450,32 @@ def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hi
     Fix: place the library in the model or version directory, and name it without `..`.
     """
     runtime = model.effective.runtime
-    if not runtime or runtime == "model.py":
-        return
+    if not runtime or runtime == "model.py" or "/" not in runtime:
+        return  # a bare file name may well be in the backend's own directory
     tree = set(model.dir.tree)
-    search = [str(v) for v in model.loaded_versions[:1]] + [""]
+    name = model.effective.name
+    search = [version_dir_name(v) for v in model.loaded_versions[:1]] + [""]
     for base in search:
         target = posixpath.normpath(posixpath.join(base or ".", runtime))
-        escapes = (
-            target == ".."
-            or target.startswith("../")
-            or (bool(base) and not target.startswith(base + "/"))
-        )
-        if target in tree or (escapes and base == search[0]):
-            if escapes:
+        if target in tree:  # found here: the server then checks it stays inside ``base``
+            if target.startswith("../") or (base and not target.startswith(base + "/")):
                 libdir = f"{model.dir.path}/{base}" if base else model.dir.path
                 yield Hit(
                     message=f"runtime '{runtime}' resolves outside {libdir}",
                     triton_message=f"backend library name '{runtime}' escapes backend directory "
-                    f"'{libdir}', for model '{model.effective.name}', check model config "
-                    "runtime field",
+                    f"'{libdir}', for model '{name}', check model config runtime field",
                     fix="Copy the library into the model directory and give its bare file name.",
                     field="runtime",
                 )
             return
+    searched = " ".join(
+        f"'{model.dir.path}/{base}'" if base else f"'{model.dir.path}'" for base in search
+    )
+    yield Hit(
+        message=f"runtime '{runtime}' is neither in the version nor the model directory (the "
+        "backend directory is searched last; a path outside these is refused as escaping)",
+        triton_message=f"unable to find backend library '{runtime}' for model '{name}', "
+        f"searched: {searched}",
+        fix="Copy the library into the model directory and give its bare file name.",
+        field="runtime",
+    )

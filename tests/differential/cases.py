@@ -10,6 +10,7 @@ case. The tests assert it first, so a server that changes its words (or starts a
 case) shows up as a failure of the oracle, not as a mysterious linter failure.
 
 Never add a Python model without its ``model.py``: the server then hangs in LOADING forever.
+Nor a case that can crash the server: see :data:`CRASHES_SERVER`.
 """
 
 from __future__ import annotations
@@ -108,6 +109,22 @@ ensemble_scheduling {{
 """
 
 
+STATE = 'input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32'
+
+
+def sequence_state(*initial: str, dims: str = "[ 4 ]", states: int = 1) -> str:
+    """``sequence_batching`` with ``states`` copies of one FP32 state (``initial_state``s)."""
+    init = f" initial_state [ {', '.join(f'{{ {i} }}' for i in initial)} ]" if initial else ""
+    state = f"{{ {STATE} dims: {dims}{init} }}"
+    return "sequence_batching {\n  state [ " + ", ".join([state] * states) + " ]\n}"
+
+
+ZERO_INIT = 'name: "zeros" data_type: TYPE_FP32 dims: [ 4 ] zero_data: true'
+
+SIXTEEN_BYTES = "0123456789abcdef"
+"""A data file of the right size for a TYPE_FP32 tensor of dims [ 4 ] (contents do not matter)."""
+
+
 GOOD_CASES: list[Case] = [
     Case("good_plain", python_model("good_plain", config("good_plain"))),
     Case(
@@ -140,6 +157,28 @@ GOOD_CASES: list[Case] = [
             config("good_two_versions", extra="version_policy: { all: {} }"),
             versions=("1", "2"),
         ),
+    ),
+    Case(
+        "good_sequence_state",
+        python_model(
+            "good_sequence_state",
+            config("good_sequence_state", extra=sequence_state(ZERO_INIT)),
+        ),
+    ),
+    Case(
+        "good_sequence_state_file",
+        {
+            **python_model(
+                "good_sequence_state_file",
+                config(
+                    "good_sequence_state_file",
+                    extra=sequence_state(
+                        ZERO_INIT.replace("zero_data: true", 'data_file: "init.bin"')
+                    ),
+                ),
+            ),
+            "good_sequence_state_file/initial_state/init.bin": SIXTEEN_BYTES,
+        },
     ),
 ]
 
@@ -212,19 +251,6 @@ def control(name: str, body: str) -> str:
     return f"{{ {named}control [ {{ {body} }} ] }}"
 
 
-STATE = 'input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_FP32'
-
-
-def sequence_state(*initial: str, dims: str = "[ 4 ]", states: int = 1) -> str:
-    """``sequence_batching`` with ``states`` copies of one FP32 state (``initial_state``s)."""
-    init = f" initial_state [ {', '.join(f'{{ {i} }}' for i in initial)} ]" if initial else ""
-    state = f"{{ {STATE} dims: {dims}{init} }}"
-    return "sequence_batching {\n  state [ " + ", ".join([state] * states) + " ]\n}"
-
-
-ZERO_INIT = 'name: "zeros" data_type: TYPE_FP32 dims: [ 4 ] zero_data: true'
-
-
 def warmup(inputs: str, batch_size: int = 1) -> str:
     """One ``model_warmup`` sample; ``inputs`` is the body of its ``inputs`` map entry."""
     return f'model_warmup [ {{ name: "warm" batch_size: {batch_size} inputs {{ {inputs} }} }} ]'
@@ -240,8 +266,12 @@ def ensemble_case(name: str, what: str, expect: str, edit: Callable[[str], str])
     return Case(name, {f"{name}/config.pbtxt": text, f"{name}/1/": ""}, what, expect)
 
 
-SIXTEEN_BYTES = "0123456789abcdef"
-"""A data file of the right size for a TYPE_FP32 tensor of dims [ 4 ] (contents do not matter)."""
+def calls_ensemble(name: str, other: str) -> str:
+    """An ensemble: ``good_plain``, then the ensemble ``other`` (whose tensors are IN/OUT)."""
+    text = ensemble_config(name, "good_plain", other)
+    text = text.replace('key: "INPUT0" value: "MID"', 'key: "IN" value: "MID"')
+    return text.replace('key: "OUTPUT0" value: "OUT"', 'key: "OUT" value: "OUT"')
+
 
 NO_VERSION = "at least one version must be available under the version policy of model"
 
@@ -533,11 +563,13 @@ BROKEN_CASES: list[Case] = [
         "in ensemble ensemble_bad_mapping, ensemble tensor MID is mapping to non-existing "
         "input INPUT_WRONG in model good_plain",
     ),
-    # Sequence batching controls and strategies (TD223): poll-time, in the log.
+    # More of ValidateModelConfig (TD223 sequence controls and strategies, TD222, TD241) and
+    # a field 2.51 does not know (model_metrics): poll-time, in the log.
     variant(
         "seq_corrid_fp32",
         "CONTROL_SEQUENCE_CORRID with data_type TYPE_FP32",
-        "",
+        "unexpected data type for control CONTROL_SEQUENCE_CORRID for seq_corrid_fp32. Allowed "
+        "data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING",
         extra=sequence_control(
             control("CORRID", "kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_FP32")
         ),
@@ -545,7 +577,8 @@ BROKEN_CASES: list[Case] = [
     variant(
         "seq_corrid_false_true",
         "CONTROL_SEQUENCE_CORRID with int32_false_true",
-        "",
+        "sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or "
+        "'bool_false_true' for CONTROL_SEQUENCE_CORRID",
         extra=sequence_control(
             control(
                 "CORRID",
@@ -556,7 +589,8 @@ BROKEN_CASES: list[Case] = [
     variant(
         "seq_control_three_values",
         "CONTROL_SEQUENCE_START with three int32_false_true entries",
-        "",
+        "sequence batching control 'int32_false_true' must have exactly 2 entries for "
+        "CONTROL_SEQUENCE_START",
         extra=sequence_control(
             control("START", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1, 2 ]")
         ),
@@ -564,7 +598,8 @@ BROKEN_CASES: list[Case] = [
     variant(
         "seq_control_two_value_fields",
         "CONTROL_SEQUENCE_START with both int32_false_true and fp32_false_true",
-        "",
+        "sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and "
+        "'bool_false_true' for CONTROL_SEQUENCE_START",
         extra=sequence_control(
             control(
                 "START",
@@ -575,7 +610,7 @@ BROKEN_CASES: list[Case] = [
     variant(
         "seq_control_unnamed",
         "a sequence control tensor without a name",
-        "",
+        "sequence batching control tensor must have a name",
         extra=sequence_control(
             control("", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ]")
         ),
@@ -583,7 +618,7 @@ BROKEN_CASES: list[Case] = [
     variant(
         "seq_control_kind_twice",
         "two control tensors of kind CONTROL_SEQUENCE_START",
-        "",
+        "sequence batching specifies multiple CONTROL_SEQUENCE_START tensors",
         extra=sequence_control(
             control("START", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ]"),
             control("START2", "kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ]"),
@@ -592,117 +627,42 @@ BROKEN_CASES: list[Case] = [
     variant(
         "seq_oldest_preferred_gt_max",
         "sequence_batching oldest with preferred_batch_size above max_batch_size",
-        "",
+        "sequence batching preferred batch size must be <= max batch size",
         extra="sequence_batching { oldest { preferred_batch_size: [ 16 ] } }",
     ),
     variant(
         "seq_oldest_preferred_zero",
         "sequence_batching oldest with preferred_batch_size 0",
-        "",
+        "sequence batching preferred batch size must be positive",
         extra="sequence_batching { oldest { preferred_batch_size: [ 0 ] } }",
     ),
     variant(
         "seq_direct_utilization",
         "sequence_batching direct with minimum_slot_utilization 1.5",
-        "",
+        "sequence batching minimum slot utilization must be in range (0.0, 1.0]",
         extra="sequence_batching { direct { minimum_slot_utilization: 1.5 } }",
-    ),
-    # Sequence state (TD244): read when the sequence batcher is created, at load time.
-    variant(
-        "state_two_initial",
-        "a sequence state with two initial_state entries",
-        "",
-        extra=sequence_state(ZERO_INIT, ZERO_INIT.replace('"zeros"', '"zeros2"')),
-    ),
-    variant(
-        "state_initial_dtype",
-        "initial_state data_type differs from the state's",
-        "",
-        extra=sequence_state(ZERO_INIT.replace("TYPE_FP32", "TYPE_INT32")),
-    ),
-    variant(
-        "state_initial_no_name",
-        "initial_state without a name",
-        "",
-        extra=sequence_state(ZERO_INIT.replace('name: "zeros" ', "")),
-    ),
-    variant(
-        "state_initial_rank",
-        "initial_state with 2 dims for a state of 1 dim",
-        "",
-        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ 2, 2 ]")),
-    ),
-    variant(
-        "state_initial_variable",
-        "initial_state with a -1 dim (state dims [ -1 ])",
-        "",
-        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ -1 ]"), dims="[ -1 ]"),
-    ),
-    variant(
-        "state_initial_dim_mismatch",
-        "initial_state dims [ 5 ] for a state of dims [ 4 ]",
-        "",
-        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ 5 ]")),
-    ),
-    variant(
-        "state_initial_no_source",
-        "initial_state with neither zero_data nor data_file",
-        "",
-        extra=sequence_state(ZERO_INIT.replace(" zero_data: true", "")),
-    ),
-    variant(
-        "state_initial_file_missing",
-        "initial_state data_file that is not in initial_state/",
-        "",
-        extra=sequence_state(ZERO_INIT.replace("zero_data: true", 'data_file: "init.bin"')),
-    ),
-    Case(
-        "state_initial_file_short",
-        {
-            **python_model(
-                "state_initial_file_short",
-                config(
-                    "state_initial_file_short",
-                    extra=sequence_state(
-                        ZERO_INIT.replace("zero_data: true", 'data_file: "init.bin"')
-                    ),
-                ),
-            ),
-            "state_initial_file_short/initial_state/init.bin": "abcd",
-        },
-        "initial_state data_file of 4 bytes for a state of 16 bytes",
-        "",
-    ),
-    variant(
-        "state_name_twice",
-        "two sequence states with the same input_name",
-        "",
-        extra=sequence_state(ZERO_INIT, states=2),
     ),
     variant(
         "cache_sequence",
         "response_cache enabled on a sequence-batched model",
-        "",
+        "Response Cache does not currently support model cache_sequence with sequence batching "
+        "scheduler. Please disable the response cache.",
         extra="response_cache { enable: true }\nsequence_batching { }",
     ),
     variant(
         "preserve_ordering_priorities",
         "preserve_ordering with two priority levels",
-        "",
+        "Only one priority level is allowed when 'preserve_ordering' is true",
         extra="dynamic_batching { preserve_ordering: true priority_levels: 2 "
         "default_priority_level: 1 }",
     ),
-    variant(
-        "metrics_no_family",
-        "model_metrics metric_control with an empty family (a field newer than 2.51)",
-        "",
-        extra='model_metrics { metric_control [ { metric_identifier { family: "" } } ] }',
-    ),
-    # Parameters and files of the Python backend (TD245, TD246, TD113).
+    # Parameters, environment and runtime of the Python model (TD245, TD246, TD113): load
+    # time, in the load answer.
     variant(
         "batch_strategy_sequence",
         "TRITON_BATCH_STRATEGY_PATH together with sequence_batching",
-        "",
+        "TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher, using default "
+        "batching strategy",
         extra=parameter("TRITON_BATCH_STRATEGY_PATH", "libbatch.so") + "\nsequence_batching { }",
     ),
     Case(
@@ -718,37 +678,52 @@ BROKEN_CASES: list[Case] = [
             "python_env_no_activate/env/lib/README": "no bin/activate here\n",
         },
         "EXECUTION_ENV_PATH names env/, which exists but has no bin/activate",
-        "",
+        "env/bin/activate does not exist. The Python environment should contain an 'activate' "
+        "script.",
     ),
     variant(
         "python_env_missing",
         "EXECUTION_ENV_PATH names env/, which does not exist",
-        "",
+        "Failed to get the canonical path for ",
         extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env"),
     ),
     variant(
         "python_env_archive_missing",
         "EXECUTION_ENV_PATH names env.tar.gz, which does not exist",
-        "",
+        "Failed to get the canonical path for ",
         extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env.tar.gz"),
     ),
-    variant(
+    Case(
         "runtime_escapes",
-        "runtime '../lib/libtriton_python.so' outside the model directory",
-        "",
+        {
+            **python_model(
+                "runtime_escapes",
+                config("runtime_escapes", extra='runtime: "../libtriton_escape.so"'),
+            ),
+            "runtime_escapes/libtriton_escape.so": "not a library\n",
+        },
+        "runtime '../libtriton_escape.so': a file in the model directory, named from 1/",
+        "backend library name '../libtriton_escape.so' escapes backend directory",
+    ),
+    variant(
+        "runtime_outside_missing",
+        "runtime '../lib/libtriton_python.so' outside the model directory, and not there",
+        "unable to find backend library '../lib/libtriton_python.so' for model "
+        "'runtime_outside_missing'",
         extra='runtime: "../lib/libtriton_python.so"',
     ),
-    # Warmup (TD243): prepared (and run) when the model loads; in the load answer.
+    # Warmup (TD243): prepared when the instance is created, in the load answer. A sample
+    # that is refused only when it runs (batch_size too big) is in CRASHES_SERVER.
     variant(
         "warmup_variable_dims",
         "model_warmup input with a -1 dim",
-        "",
+        "warmup setting expects all variable-size dimensions are specified for input 'INPUT0'",
         extra=warmup('key: "INPUT0" value { data_type: TYPE_FP32 dims: [ -1 ] zero_data: true }'),
     ),
     variant(
         "warmup_file_missing",
         "model_warmup input_data_file that is not in warmup/",
-        "",
+        "warmup/in.bin: No such file or directory",
         extra=warmup(
             'key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] input_data_file: "in.bin" }'
         ),
@@ -769,69 +744,54 @@ BROKEN_CASES: list[Case] = [
             "warmup_file_short/warmup/in.bin": "abcd",
         },
         "model_warmup input_data_file of 4 bytes for an input of 16 bytes",
-        "",
-    ),
-    variant(
-        "warmup_batch_too_big",
-        "model_warmup batch_size 16 on a model with max_batch_size 8",
-        "",
-        extra=warmup(
-            'key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true }',
-            batch_size=16,
-        ),
+        "warmup setting expects 16 bytes, but the data provided from in.binonly has 4 bytes",
     ),
     variant(
         "warmup_unknown_input",
         "model_warmup feeding an input the model does not have",
-        "",
+        "expected 1 inputs but got 0 inputs for model 'warmup_unknown_input'",
         extra=warmup('key: "INPUT9" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true }'),
     ),
-    # Inputs, outputs, batch_input / batch_output (TD215, TD221, syntax): load time.
+    # Inputs, outputs, batch_input / batch_output (TD215, TD221): load time, in the load
+    # answer; output_format and label_twice do not parse (poll time, in the log).
     variant(
         "non_linear_io_python",
         "is_non_linear_format_io on a Python model input",
-        "",
+        "Non-linear IO format is only supported for the TensorRT platform",
         inputs=io("input", f"{FP32_4} is_non_linear_format_io: true"),
-    ),
-    variant(
-        "batch_input_unknown_kind",
-        "batch_input kind given as the number 99",
-        "",
-        extra='batch_input [ { kind: 99 target_name: "B" data_type: TYPE_FP32 '
-        'source_input: [ "INPUT0" ] } ]',
     ),
     variant(
         "batch_input_int64",
         "batch_input with data_type TYPE_INT64",
-        "",
+        "batch input data type must be TYPE_INT32 or TYPE_FP32",
         extra='batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "COUNT" '
         'data_type: TYPE_INT64 source_input: [ "INPUT0" ] } ]',
     ),
     variant(
         "batch_input_unknown_source",
         "batch_input whose source_input is not an input",
-        "",
+        "unknown source input name 'NOPE'",
         extra='batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "COUNT" '
         'data_type: TYPE_FP32 source_input: [ "NOPE" ] } ]',
     ),
     variant(
         "batch_output_unknown_target",
         "batch_output whose target is not a declared output",
-        "",
+        "unknown target output name 'NOPE'",
         extra='batch_output [ { target_name: [ "NOPE" ] kind: BATCH_SCATTER_WITH_INPUT_SHAPE '
         'source_input: [ "INPUT0" ] } ]',
     ),
     variant(
         "batch_output_target_twice",
         "batch_output naming the same target twice",
-        "",
+        "target output name 'OUTPUT0' can only be specified once",
         extra='batch_output [ { target_name: [ "OUTPUT0", "OUTPUT0" ] '
         'kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: [ "INPUT0" ] } ]',
     ),
     variant(
         "output_format",
         "an output with format (only inputs have one)",
-        "",
+        'Message type "inference.ModelOutput" has no field named "format"',
         outputs=io(
             "output", 'name: "OUTPUT0" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 4 ]'
         ),
@@ -849,53 +809,57 @@ BROKEN_CASES: list[Case] = [
             "label_twice/labels.txt": "a\nb\nc\nd\n",
         },
         "label_filename given twice for one output",
-        "",
+        'Non-repeated field "label_filename" is specified multiple times',
     ),
-    # Ensembles of good_plain steps (TD401, TD411-TD415).
+    # Ensembles of good_plain steps (TD401, TD411-TD415): load time, in the load answer,
+    # except instance_group and a tensor written twice (poll time, in the log).
     ensemble_case(
         "ensemble_version_missing",
         "an ensemble step pins version 2 of a model that has only 1/",
-        "",
+        "ensemble 'ensemble_version_missing' depends on 'good_plain' whose required version 2 is "
+        "not loaded",
         lambda text: text.replace("model_version: -1", "model_version: 2", 1),
     ),
     ensemble_case(
         "ensemble_dtype_mismatch",
         "ensemble input TYPE_INT32 mapped to a TYPE_FP32 step input",
-        "",
+        "in ensemble ensemble_dtype_mismatch, ensemble tensor IN: inconsistent data type: "
+        "TYPE_INT32 is inferred from model ensemble_dtype_mismatch while TYPE_FP32 is inferred "
+        "from model good_plain",
         lambda text: text.replace('"IN" data_type: TYPE_FP32', '"IN" data_type: TYPE_INT32'),
     ),
     ensemble_case(
         "ensemble_output_twice",
         "two steps write the same ensemble tensor",
-        "",
+        "ensemble tensor 'MID' can appear in an output map only once for ensemble "
+        "'ensemble_output_twice' step 1",
         lambda text: text.replace('value: "OUT"', 'value: "MID"'),
     ),
     ensemble_case(
         "ensemble_batch_too_big",
         "ensemble max_batch_size 16 over steps that allow 8",
-        "",
+        "ensemble ensemble_batch_too_big allows maximum batch size 16, but it contains model "
+        "good_plain which only allows maximum batch size to be 8",
         lambda text: text.replace("max_batch_size: 8", "max_batch_size: 16"),
     ),
     ensemble_case(
         "ensemble_instance_group",
         "instance_group on an ensemble",
-        "",
+        "instance group should not be specified for ensemble 'ensemble_instance_group'",
         lambda text: text + CPU1 + "\n",
     ),
     Case(
         "ensemble_cycle",
         {
-            "ensemble_cycle/config.pbtxt": ensemble_config(
-                "ensemble_cycle", "good_plain", "ensemble_cycle_back"
-            ),
+            "ensemble_cycle/config.pbtxt": calls_ensemble("ensemble_cycle", "ensemble_cycle_back"),
             "ensemble_cycle/1/": "",
-            "ensemble_cycle_back/config.pbtxt": ensemble_config(
-                "ensemble_cycle_back", "good_plain", "ensemble_cycle"
+            "ensemble_cycle_back/config.pbtxt": calls_ensemble(
+                "ensemble_cycle_back", "ensemble_cycle"
             ),
             "ensemble_cycle_back/1/": "",
         },
         "two ensembles that call each other",
-        "",
+        "circular dependency between ensembles: ",
     ),
 ]
 
@@ -925,17 +889,37 @@ instance_group [
   }
 ]"""
 
-NEWER_WORDING: list[Case] = [
+DIFFERENT_WORDS: list[Case] = [
     variant(
         "label_outside",
         "label_filename '../x.txt' pointing outside the model directory (and missing)",
         "failed to open text file for read",
         outputs=io("output", f'{LABELLED}"../x.txt"'),
     ),
+    variant(
+        "metrics_no_family",
+        "model_metrics metric_control with an empty family (a field newer than 2.51)",
+        'Message type "inference.ModelConfig" has no field named "model_metrics"',
+        extra='model_metrics { metric_control [ { metric_identifier { family: "" } } ] }',
+    ),
+    variant(
+        "batch_input_unknown_kind",
+        "batch_input kind given as the number 99",
+        "attempt to access JSON non-string as string",
+        extra='batch_input [ { kind: 99 target_name: "B" data_type: TYPE_FP32 '
+        'source_input: [ "INPUT0" ] } ]',
+    ),
 ]
-"""Refused by both, but in other words: 2.51 only fails to open the file, while current
-Triton checks first that the label path stays inside the model directory (model.cc), and
-triton-doctor quotes the current message."""
+"""Refused by both, but in other words; triton-doctor quotes current Triton:
+
+* label_outside: 2.51 only fails to open the file; current Triton first checks that the label
+  path stays inside the model directory (model.cc).
+* metrics_no_family: 2.51 has no model_metrics field, so its config does not even parse;
+  current Triton validates the metric control.
+* batch_input_unknown_kind: with auto-complete on, 2.51 trips over its own JSON handling; with
+  --disable-auto-complete-config it says core's "unknown batch input kind ''", which
+  triton-doctor quotes.
+"""
 
 ACCEPTED_SILENTLY: list[Case] = [
     # Suggested as broken, but 2.51.0 loads them READY without a word in the log. Kept as
@@ -988,3 +972,111 @@ ACCEPTED_SILENTLY: list[Case] = [
         extra="sequence_batching { oldest { max_candidate_sequences: 0 } }",
     ),
 ]
+
+CRASHES_SERVER: list[Case] = [
+    variant(
+        "state_two_initial",
+        "a sequence state with two initial_state entries",
+        "initial_state field for state input 'STATE_IN' must contain exactly one or zero element. "
+        "Found '2' elements.",
+        extra=sequence_state(ZERO_INIT, ZERO_INIT.replace('"zeros"', '"zeros2"')),
+    ),
+    variant(
+        "state_initial_dtype",
+        "initial_state data_type differs from the state's",
+        "The data type used for 'initial_state' field of state 'STATE_IN' does not match the "
+        "state data type.",
+        extra=sequence_state(ZERO_INIT.replace("TYPE_FP32", "TYPE_INT32")),
+    ),
+    variant(
+        "state_initial_no_name",
+        "initial_state without a name",
+        "Field 'name' must be set when using initial_state for state input 'STATE_IN'.",
+        extra=sequence_state(ZERO_INIT.replace('name: "zeros" ', "")),
+    ),
+    variant(
+        "state_initial_rank",
+        "initial_state with 2 dims for a state of 1 dim",
+        "Number of dimensions in 'initial_state' doesn't match the size of 'state' dimensions for "
+        "state input 'STATE_IN'. 2 != 1",
+        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ 2, 2 ]")),
+    ),
+    variant(
+        "state_initial_variable",
+        "initial_state with a -1 dim (state dims [ -1 ])",
+        "'initial_state' field for state input name 'STATE_IN' contains variable dimensions.",
+        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ -1 ]"), dims="[ -1 ]"),
+    ),
+    variant(
+        "state_initial_dim_mismatch",
+        "initial_state dims [ 5 ] for a state of dims [ 4 ]",
+        "'initial_state' dim for input name 'STATE_IN' doesn't match 'state' dim description. 5 "
+        "!= 4",
+        extra=sequence_state(ZERO_INIT.replace("[ 4 ]", "[ 5 ]")),
+    ),
+    variant(
+        "state_initial_no_source",
+        "initial_state with neither zero_data nor data_file",
+        "initial_state setting expects state'STATE_IN' to have state_data set",
+        extra=sequence_state(ZERO_INIT.replace(" zero_data: true", "")),
+    ),
+    variant(
+        "state_initial_file_missing",
+        "initial_state data_file that is not in initial_state/",
+        "initial_state/init.bin: No such file or directory",
+        extra=sequence_state(ZERO_INIT.replace("zero_data: true", 'data_file: "init.bin"')),
+    ),
+    Case(
+        "state_initial_file_short",
+        {
+            **python_model(
+                "state_initial_file_short",
+                config(
+                    "state_initial_file_short",
+                    extra=sequence_state(
+                        ZERO_INIT.replace("zero_data: true", 'data_file: "init.bin"')
+                    ),
+                ),
+            ),
+            "state_initial_file_short/initial_state/init.bin": "abcd",
+        },
+        "initial_state data_file of 4 bytes for a state of 16 bytes",
+        "initial_state setting expects 16 bytes, but the data provided from init.binonly has 4 "
+        "bytes.",
+    ),
+    variant(
+        "state_name_twice",
+        "two sequence states with the same input_name",
+        "State input name 'STATE_IN' specified more than once.",
+        extra=sequence_state(ZERO_INIT, states=2),
+    ),
+    variant(
+        "warmup_batch_too_big",
+        "model_warmup batch_size 16 on a model with max_batch_size 8",
+        "failed to run warmup sample 'warm': batch size 16 for 'warmup_batch_too_big_0_0', max "
+        "allowed is 8",
+        extra=warmup(
+            'key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true }',
+            batch_size=16,
+        ),
+    ),
+]
+"""Refused, but NOT loaded by the tests: loading them can crash 2.51 (SIGSEGV), and with it
+every other case. ``expect`` is what the server said in runs it survived (in the load
+answer, after ``Invalid argument: `` or ``Internal: ``).
+
+* ``state_*`` (TD244): 2.51 checks ``sequence_batching.state`` when it creates the sequence
+  batcher, after the model's instances exist; the failure tears the half-built model down
+  (``TritonModel::~TritonModel`` -> ``ClearBackgroundInstances`` -> ``~TritonModelInstance``
+  -> ``TritonBackendThread::StopBackendThread``), which now and then crashes before the
+  reason is logged: in 1 of 50 one-model runs, 1 of 7 runs loading the ten one at a time,
+  2 of 3 runs loading them 8 at a time, and both runs loading 16 or 24 copies of one of them
+  8 at a time. The same state with a valid ``initial_state`` loads READY
+  (``good_sequence_state*``); ``batch_strategy_sequence``, also refused after the instances
+  exist, never crashed it (64 loads, 8 at a time).
+* ``warmup_batch_too_big`` (TD243): the warmup requests are really sent and refused, and the
+  instance torn down after them (``ConstructAndInitializeInstance`` -> ``~TritonModelInstance``
+  -> ``StopBackendThread``) often crashes: in 5 of 12 runs of this module, and in both runs
+  loading 8 copies one at a time, within the first three. The other warmup failures are
+  found before any request is sent, and never crashed it (60 loads, 8 at a time).
+"""

@@ -31,9 +31,9 @@ import pytest
 from .cases import (
     ACCEPTED_SILENTLY,
     BROKEN_CASES,
+    DIFFERENT_WORDS,
     GOOD_CASES,
     HIDDEN_DIRECTORY,
-    NEWER_WORDING,
     Case,
 )
 from .oracle import (
@@ -49,7 +49,7 @@ from .oracle import (
     write_repository,
 )
 
-SINGLE_MODEL_CASES = [*GOOD_CASES, *BROKEN_CASES, *NEWER_WORDING, *ACCEPTED_SILENTLY]
+SINGLE_MODEL_CASES = [*GOOD_CASES, *BROKEN_CASES, *DIFFERENT_WORDS, *ACCEPTED_SILENTLY]
 
 EXPLICIT_MODE = (
     "--model-control-mode=explicit",
@@ -135,8 +135,8 @@ def test_broken_model_is_refused_by_both(oracle: Oracle, case: Case) -> None:
     _assert_doctor_agrees(oracle.doctor, said, case.name)
 
 
-@pytest.mark.parametrize("case", NEWER_WORDING, ids=lambda case: case.name)
-def test_refused_by_both_in_newer_words(oracle: Oracle, case: Case) -> None:
+@pytest.mark.parametrize("case", DIFFERENT_WORDS, ids=lambda case: case.name)
+def test_refused_by_both_in_other_words(oracle: Oracle, case: Case) -> None:
     _server_refusal(oracle, case)
     errors = [f for f in oracle.doctor.for_model(case.name) if f.get("severity") == "error"]
     assert errors, f"triton-doctor reports no error for {case.name}, which the server refuses"
