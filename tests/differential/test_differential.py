@@ -31,6 +31,7 @@ import pytest
 from .cases import (
     ACCEPTED_SILENTLY,
     BROKEN_CASES,
+    CRASHES_SERVER,
     DIFFERENT_WORDS,
     GOOD_CASES,
     HIDDEN_DIRECTORY,
@@ -178,3 +179,20 @@ def test_hidden_directory_fails_the_whole_repository(oracle: Oracle) -> None:
     assert case.expect in said.text, f"the server's reason changed: {said.text!r}"
     # A finding about a stray directory may be reported for the repository as a whole.
     _assert_doctor_agrees(oracle.hidden_doctor, said, case.name, None)
+
+
+@pytest.fixture(scope="module")
+def crash_doctor(tmp_path_factory: pytest.TempPathFactory) -> DoctorRun:
+    """triton-doctor alone over the cases that can crash 2.51 (the server is not started)."""
+    repository = write_repository(tmp_path_factory.mktemp("crashes") / "repository", CRASHES_SERVER)
+    return PendingDoctor(repository).result()
+
+
+@pytest.mark.parametrize("case", CRASHES_SERVER, ids=lambda case: case.name)
+def test_cases_that_crash_the_server_are_refused_offline(
+    crash_doctor: DoctorRun, case: Case
+) -> None:
+    """The server's words were recorded from single loads that did not crash; triton-doctor
+    must quote them, so users learn of the problem without risking the crash."""
+    said = Refusal(case.name, case.expect, "recorded from a single 2.51 load", ())
+    _assert_doctor_agrees(crash_doctor, said, case.name)
