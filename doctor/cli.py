@@ -118,6 +118,13 @@ def _check(args: argparse.Namespace) -> int:
     options = CheckOptions(disable_auto_complete_config=strict)
     evidence = Evidence(repository=repository, options=options)
     result = run(evidence, rules, settings.waivers, settings.source or "settings")
+    for skipped in result.skipped:
+        if skipped.internal:
+            print(
+                f"triton-doctor: {skipped.rule} on {skipped.model or 'the repository'}: "
+                f"{skipped.reason}",
+                file=sys.stderr,
+            )
     fail_on = Severity.parse(args.fail_on or settings.fail_on)
     code = _exit_code(result, fail_on, args.exit_zero)
     if args.format == "json":

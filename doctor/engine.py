@@ -63,7 +63,7 @@ def _judge(result: Result, rule: Rule, model: ModelView | None, *args: object) -
         hits = list(rule.check(*args))
     except Exception as error:  # any defect in one rule must not end the whole check
         reason = f"internal error in the rule ({type(error).__name__}: {error}); please report it"
-        result.skipped.append(Skipped(rule.id, model.name if model else None, reason))
+        result.skipped.append(Skipped(rule.id, model.name if model else None, reason, True))
         return
     _collect(result, rule, model, hits)
 

@@ -91,3 +91,5 @@ class Skipped:
     rule: str
     model: str | None
     reason: str
+    #: True when the rule itself failed (a defect to report), not its input.
+    internal: bool = False

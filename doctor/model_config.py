@@ -58,9 +58,11 @@ class SyntaxProblem:
     column: int | None
     detail: str
 
-    def libprotobuf_text(self) -> str:
-        where = f"{self.line}:{self.column}: " if self.line else ""
-        return f"Error parsing text-format inference.ModelConfig: {where}{self.detail}"
+    def describe(self) -> str:
+        """Where and why, in our words: libprotobuf counts columns differently, so this does not
+        pretend to be the server's log line."""
+        where = f"line {self.line}, column {self.column}: " if self.line else ""
+        return f"{where}{self.detail}"
 
 
 _ECHOED_LINE = re.compile(r"^'.*?': ", re.DOTALL)
@@ -110,7 +112,7 @@ def parse(text: str) -> Any:
 
 class ConfigSyntaxError(ValueError):
     def __init__(self, problem: SyntaxProblem) -> None:
-        super().__init__(problem.libprotobuf_text())
+        super().__init__(problem.describe())
         self.problem = problem
 
 

@@ -372,7 +372,8 @@ def _oldest_strategy(config: Any) -> Iterator[Hit]:
 def batching_without_dynamic_batcher(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a model with `max_batch_size > 1` and neither `dynamic_batching` nor
-    `sequence_batching` (ensembles excluded).
+    `sequence_batching` (ensembles and decoupled models, such as streaming orchestrators,
+    excluded).
 
     Why it matters: the default scheduler never merges requests, so every execution runs
     the batch a single client sent — usually 1 — and the GPU idles between tiny batches.
@@ -388,6 +389,7 @@ def batching_without_dynamic_batcher(model: ModelView, repository: RepositoryVie
     if (
         config.max_batch_size > 1
         and not is_ensemble(config)
+        and not config.model_transaction_policy.decoupled
         and config.WhichOneof("scheduling_choice") is None
         and not _autocomplete_adds_batcher(model)
     ):

@@ -13,13 +13,24 @@ from triton_doctor.view import ModelView, RepositoryView
 WILDCARD = -1
 
 
+#: Backends known not to fill a declared tensor's missing data_type or dims: the Python
+#: backend without auto_complete_config (seen on the real server), ONNX Runtime (it skips
+#: auto-complete once inputs and outputs are declared), PyTorch (no auto-complete).
+#: Backends that hold the config's shapes against the model file; Python and custom backends
+#: take what they are given (a leading -1 there may mean "several images per request").
+SHAPE_CHECKING_BACKENDS = {"onnxruntime", "tensorrt", "pytorch", "openvino", "tensorflow"}
+NON_COMPLETING_BACKENDS = {"python", "onnxruntime", "pytorch", "tensorflow", "openvino"}
+
+
 def _completes_io(model: ModelView) -> bool:
-    """Whether the backend's auto-complete fills a declared tensor's missing type and dims:
-    TensorRT does from the engine; Python only through model.py's auto_complete_config."""
-    if model.effective.backend == "tensorrt":
-        return True
-    source = model.python_source()
-    return source is not None and "auto_complete_config" in source.methods
+    """Whether the backend's auto-complete may fill a declared tensor's missing type and dims:
+    TensorRT does from the engine, DALI from its pipeline, Python only through model.py's
+    auto_complete_config; other custom backends are given the benefit of the doubt."""
+    backend = model.effective.backend
+    if backend == "python":
+        source = model.python_source()
+        return source is not None and "auto_complete_config" in source.methods
+    return backend not in NON_COMPLETING_BACKENDS
 
 
 def _tensors(config: Any) -> Iterator[tuple[str, int, Any]]:
@@ -69,8 +80,9 @@ def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
     `input [ { name: "x" data_type: TYPE_FP32 dims: [ 3, 224, 224 ] } ]`.
 
     With auto-complete on, TensorRT fills a declared tensor's missing data_type and dims
-    from the engine, and a Python model may in its auto_complete_config; then this is a
-    warning.
+    from the engine, DALI from its pipeline, a Python model may in its auto_complete_config,
+    and other custom backends may too; then this is a warning. ONNX Runtime, PyTorch and a
+    Python model without auto_complete_config do not.
 
     Fix: declare all three; for a scalar in a batching model use `dims: [ 1 ]` with
     `reshape: { shape: [ ] }`.
@@ -262,30 +274,29 @@ def tensorrt_only_io(model: ModelView, repository: RepositoryView) -> Iterator[H
 @rule("TD216", "duplicate-io-name", "warning", "Two inputs or outputs share a name")
 def duplicate_io_name(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: input names are unique, output names are unique, and no name is both an
-    input and an output.
+    What it checks: input names are unique among the inputs, and output names among the
+    outputs (an input and an output may share a name: the server keeps them apart).
 
-    Why it matters: the server does not reject duplicates; it keeps one of them (the last
-    wins), so the config silently describes a different model than it says.
+    Why it matters: the server does not reject duplicates; it keeps only the first of them,
+    so the config silently describes a different model than it says.
 
     Example: two inputs named `INPUT0` → `INPUT0` and `INPUT1`.
 
     Fix: give every tensor the distinct name the model uses.
     """
     config = model.effective
-    seen: dict[str, str] = {}
+    seen: set[tuple[str, str]] = set()
     for kind, index, tensor in _tensors(config):
         if not tensor.name:
             continue
-        if tensor.name in seen:
+        if (kind, tensor.name) in seen:
             yield Hit(
-                message=f"{kind} '{tensor.name}' repeats the name of an earlier "
-                f"{seen[tensor.name]}; the server keeps only one of them",
-                fix="Rename one tensor to the name the model really uses.",
+                message=f"{kind} '{tensor.name}' is declared twice; the server keeps only the "
+                "first declaration",
+                fix="Remove the repeated declaration, or rename it to the tensor the model has.",
                 field=f"{kind}[{index}].name",
             )
-        else:
-            seen[tensor.name] = kind
+        seen.add((kind, tensor.name))
 
 
 @rule("TD217", "batch-dim-in-dims", "warning", "Batch dimension written inside dims")
@@ -293,8 +304,10 @@ def batch_dim_in_dims(model: ModelView, repository: RepositoryView) -> Iterator[
     """
     What it checks: with `max_batch_size > 0`, image-like `dims` of 4 or more entries that
     start with -1, such as `[ -1, 3, 224, 224 ]`: the batch dimension written twice (the
-    server prepends it already). Shorter dims starting with -1 (`[ -1, 768 ]`, a sequence
-    length) are common and correct, so they are left alone.
+    server prepends it already), on backends that hold shapes against the model file (ONNX,
+    TensorRT, PyTorch, OpenVINO, TensorFlow). Shorter dims starting with -1 (`[ -1, 768 ]`,
+    a sequence length) are common and correct, and Python or custom backends take any shape,
+    so those are left alone.
 
     Why it matters: the full shape becomes [-1, -1, ...]; the backend then refuses the model
     ("the model expects 4 dimensions ... but the model configuration specifies 5
@@ -306,7 +319,7 @@ def batch_dim_in_dims(model: ModelView, repository: RepositoryView) -> Iterator[
     full shape.
     """
     config = model.effective
-    if config.max_batch_size <= 0:
+    if config.max_batch_size <= 0 or config.backend not in SHAPE_CHECKING_BACKENDS:
         return
     for kind, index, tensor in _tensors(config):
         if len(tensor.dims) >= 4 and tensor.dims[0] == WILDCARD:

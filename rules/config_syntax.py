@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from triton_doctor.findings import Hit
+from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.view import ModelView, RepositoryView
 
@@ -43,13 +43,17 @@ def _read_failure(model: ModelView) -> str:
     return f"failed to read text proto from {model.config_path}"
 
 
-def templates(model: ModelView) -> list[tuple[int, str]]:
+def templates(model: ModelView) -> list[tuple[int, str, bool]]:
+    """(line, placeholder, inside a string value) for every template placeholder."""
     text = model.dir.config.text or ""
     found = []
     for number, line in _code_lines(text):
-        found += [(number, m.group()) for m in _DOLLAR_TEMPLATE.finditer(line)]
+        strings = [match.span() for match in _STRING.finditer(line)]
+        for match in _DOLLAR_TEMPLATE.finditer(line):
+            quoted = any(start <= match.start() < end for start, end in strings)
+            found.append((number, match.group(), quoted))
         outside_strings = _STRING.sub('""', line)
-        found += [(number, m.group()) for m in _BRACE_TEMPLATE.finditer(outside_strings)]
+        found += [(number, m.group(), False) for m in _BRACE_TEMPLATE.finditer(outside_strings)]
     return found
 
 
@@ -77,11 +81,12 @@ def config_syntax(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
     problem = model.dir.config.syntax_error
     if problem is None:
         return
-    explained_by = {line for line, _ in templates(model) + wire_dtypes(model)}
+    explained_by = {line for line, _, quoted in templates(model) if not quoted}
+    explained_by |= {line for line, _ in wire_dtypes(model)}
     if problem.line in explained_by:
         return  # TD202 / TD203 say what is wrong there, with a better fix
     yield Hit(
-        message=f"config.pbtxt does not parse: {problem.libprotobuf_text()}",
+        message=f"config.pbtxt does not parse as inference.ModelConfig: {problem.describe()}",
         triton_message=_read_failure(model),
         fix="Correct the text at that position; fields and enum values are those of "
         "inference.ModelConfig (model_config.proto).",
@@ -100,8 +105,9 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
     config template (TensorRT-LLM's fill_template.py, Helm, envsubst) that was never rendered.
 
     Why it matters: in a number or enum position the config no longer parses ("Expected
-    integer, got: $"); inside a string the server accepts the literal text, e.g. a model
-    named `${MODEL_NAME}`.
+    integer, got: $"). Inside a string value the server accepts the literal text: that is
+    reported once per model as info, since TensorRT-LLM's fill_template.py leaves the keys it
+    was not given on purpose and its backends fall back to defaults.
 
     Example: `max_batch_size: ${triton_max_batch_size}` → `max_batch_size: 64`.
 
@@ -109,15 +115,30 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
     triton_max_batch_size:64`) before deploying, and check the rendered file.
     """
     problem = model.dir.config.syntax_error
-    for line, placeholder in templates(model):
+    in_strings: list[str] = []
+    for line, placeholder, quoted in templates(model):
+        if quoted:
+            in_strings.append(placeholder)
+            continue
         breaks_parse = problem is not None and problem.line == line
         yield Hit(
             message=f"unrendered template placeholder {placeholder} on line {line}"
-            + (f": {problem.libprotobuf_text()}" if breaks_parse and problem else ""),
+            + (f": {problem.describe()}" if breaks_parse and problem else ""),
             triton_message=_read_failure(model) if breaks_parse else None,
             fix=f"Replace {placeholder} with its value, or run the template tool that "
             "should have rendered this file.",
             line=line,
+        )
+    if in_strings:
+        names = sorted(set(in_strings))
+        shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
+        yield Hit(
+            message=f"{len(in_strings)} placeholder(s) left inside string values ({shown}): "
+            "the server passes the literal text on",
+            fix="Render the values you mean to set; TensorRT-LLM's fill_template.py leaves the "
+            "keys it was not given, and its backends then use their defaults.",
+            severity=Severity.INFO,
+            line=next(line for line, _, quoted in templates(model) if quoted),
         )
 
 
