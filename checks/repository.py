@@ -87,8 +87,6 @@ def _collect_model(entry: os.DirEntry[str], config_name: str | None) -> ModelDir
             model.config = _read_config(child.path)
         elif _is_dir(child):
             model.subdirs.append(_collect_subdir(child))
-        else:
-            model.files.append(child.name)
     if config_name:
         custom = os.path.join(entry.path, "configs", f"{config_name}.pbtxt")
         if os.path.isfile(custom):

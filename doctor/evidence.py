@@ -73,8 +73,6 @@ class ModelDir:
     path: str
     config: ConfigFile
     subdirs: list[Subdir] = field(default_factory=list)
-    #: Files (and other non-directories) directly in the model directory.
-    files: list[str] = field(default_factory=list)
     #: Every path below the model directory (relative, "/"-separated, directories end with "/"),
     #: up to a depth and count limit: enough to resolve label, warmup and runtime references.
     tree: list[str] = field(default_factory=list)

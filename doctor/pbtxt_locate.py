@@ -7,6 +7,7 @@ forgiving: on text it does not understand it stops and returns what it has mappe
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _TOKEN = re.compile(
     r"""
@@ -70,19 +71,15 @@ def field_lines(text: str) -> dict[str, int]:
                 position += 1
             if position >= len(tokens):
                 return False
-            items: list[bool] = [True]
+            lines.setdefault(prefix + token, line)
             if tokens[position][0] == "[":
                 position += 1
-                items = []
                 while position < len(tokens) and tokens[position][0] != "]":
-                    items.append(tokens[position][0] in ("{", "<"))
                     if not _element(prefix, token, tokens[position][1], counts, lines, value):
                         return False
                     if position < len(tokens) and tokens[position][0] == ",":
                         position += 1
                 position += 1
-                if not items:
-                    lines.setdefault(prefix + token, line)
             elif not _element(prefix, token, line, counts, lines, value):
                 return False
             if position < len(tokens) and tokens[position][0] in (",", ";"):
@@ -93,11 +90,17 @@ def field_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def _element(prefix, name, line, counts, lines, value) -> bool:  # type: ignore[no-untyped-def]
+def _element(
+    prefix: str,
+    name: str,
+    line: int,
+    counts: dict[str, int],
+    lines: dict[str, int],
+    value: Callable[[str], bool],
+) -> bool:
     """Record one element of field ``name`` and parse its value."""
     index = counts.get(name, 0)
     counts[name] = index + 1
-    lines.setdefault(prefix + name, line)
     path = f"{prefix}{name}[{index}]"
     lines.setdefault(path, line)
     return bool(value(path + "."))

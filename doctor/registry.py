@@ -14,9 +14,6 @@ RULE_ID = re.compile(r"^TD[1-8]\d\d$")
 RULE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
 
-#: "model": called once per model with (model, repository); "repository": once with (repository).
-Scope = str
-
 
 @dataclass(frozen=True)
 class Rule:
@@ -24,7 +21,8 @@ class Rule:
     name: str
     severity: Severity
     title: str
-    scope: Scope
+    #: "model": called once per model with (model, repository); "repository": once.
+    scope: str
     #: What the rule needs from a model: "config" = a parsed (or auto-completed) configuration.
     needs: tuple[str, ...]
     check: Callable[..., Iterable[Hit]]
@@ -32,10 +30,6 @@ class Rule:
     @property
     def doc(self) -> str:
         return inspect.cleandoc(self.check.__doc__ or "")
-
-    @property
-    def family(self) -> str:
-        return self.id[:3] + "xx"
 
 
 _RULES: dict[str, Rule] = {}
@@ -47,7 +41,7 @@ def rule(
     severity: str,
     title: str,
     *,
-    scope: Scope = "model",
+    scope: str = "model",
     needs: tuple[str, ...] = ("config",),
 ) -> Callable[[Callable[..., Iterable[Hit]]], Callable[..., Iterable[Hit]]]:
     """Register a rule. Its docstring is its documentation, with the DOC_SECTIONS headings."""

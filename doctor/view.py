@@ -160,7 +160,6 @@ class ModelView:
 
 class RepositoryView:
     def __init__(self, evidence: RepositoryEvidence, options: CheckOptions) -> None:
-        self.evidence = evidence
         self.options = options
         self.models = [ModelView(model, options) for model in evidence.models]
         self.by_name = {model.name: model for model in self.models}
