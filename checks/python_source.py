@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import os
 
+from triton_doctor.checks.python_autocomplete import follow
 from triton_doctor.evidence import PythonSource
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -33,9 +34,43 @@ def read_python_source(path: str) -> PythonSource:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS:
             source.has_model_class = True
-            source.methods = [
-                item.name
-                for item in node.body
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-            ]
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    source.methods.append(item.name)
+                if isinstance(item, ast.FunctionDef) and item.name == "auto_complete_config":
+                    source.auto_complete = follow(item)
+    _tensor_names(tree, source)
     return source
+
+
+def _tensor_names(tree: ast.Module, source: PythonSource) -> None:
+    """Names passed as literals to ``get_input_tensor_by_name`` and ``Tensor(...)``.
+
+    Tensors built for BLS requests to other models look the same as outputs, so output names
+    are recorded only for modules that build no ``InferenceRequest``.
+    """
+    outputs: dict[str, int] = {}
+    bls = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _called_name(node.func)
+        if name == "InferenceRequest":
+            bls = True
+        elif name == "get_input_tensor_by_name" and len(node.args) >= 2:
+            _record(source.input_names, node.args[1], node.lineno)
+        elif name in ("Tensor", "from_dlpack") and node.args:
+            _record(outputs, node.args[0], node.lineno)
+    if not bls:
+        source.output_names = outputs
+
+
+def _called_name(function: ast.expr) -> str:
+    if isinstance(function, ast.Attribute):
+        return function.attr
+    return function.id if isinstance(function, ast.Name) else ""
+
+
+def _record(names: dict[str, int], argument: ast.expr, line: int) -> None:
+    if isinstance(argument, ast.Constant) and isinstance(argument.value, str):
+        names.setdefault(argument.value, line)

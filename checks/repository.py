@@ -10,8 +10,11 @@ import errno
 import os
 from pathlib import Path
 
+from triton_doctor import model_config, normalize
+from triton_doctor.checks.formats import read_model_file
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.evidence import ConfigFile, ModelDir, RepositoryEvidence, Subdir
+from triton_doctor.view import read_version_dir
 
 #: A model configuration is a few kilobytes; past this the file is not a configuration.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
@@ -93,7 +96,31 @@ def _collect_model(entry: os.DirEntry[str], config_name: str | None) -> ModelDir
             model.config = _read_config(custom)
     model.tree = _tree(entry.path)
     model.data_files = _data_files(entry.path, model.tree)
+    _read_model_files(model)
     return model
+
+
+def _read_model_files(model: ModelDir) -> None:
+    """Read, in every version directory, the files the model's backend would load.
+
+    Which files those are follows from the config as the server completes it (backend,
+    default_model_filename, cc_model_filenames); only their headers are read.
+    """
+    parsed = model.config.message() if model.config.present else model_config.new_config()
+    if parsed is None:
+        return
+    config, _ = normalize.complete(parsed, model.name, model)
+    if config.backend in ("", "python") or config.platform == "ensemble":
+        return
+    names = dict.fromkeys([config.default_model_filename, *config.cc_model_filenames.values()])
+    for subdir in model.subdirs:
+        if read_version_dir(subdir.name).number is None:
+            continue
+        for name in names:
+            if name and (name in subdir.entries or f"{name}/" in subdir.entries):
+                subdir.model_files.append(
+                    read_model_file(model.path, f"{subdir.name}/{name}", config.backend)
+                )
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from triton_doctor import __version__, model_config
+from triton_doctor import __version__, model_config, profiles
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
@@ -73,7 +73,26 @@ def build_parser() -> argparse.ArgumentParser:
         help="settings file (default: the nearest .triton-doctor.toml, or pyproject.toml with "
         "[tool.triton-doctor], at or above the repository)",
     )
+    _addtarget_options(check)
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+    config = commands.add_parser(
+        "config",
+        help="print the configuration the server would run for one model directory",
+        description="Print, in config.pbtxt format, the configuration tritonserver would run "
+        "for MODEL_DIR after its normalisation and its backend's auto-complete (from the "
+        "model file or model.py). Problems the server would refuse go to stderr (exit 1).",
+    )
+    config.add_argument("model_dir", help="path to one model directory of a repository")
+    config.add_argument(
+        "--gpus", type=int, default=1, metavar="N",
+        help="GPUs on the serving machine, for instance groups (default 1; 0 for CPU-only)",
+    )
+    config.add_argument(
+        "--disable-auto-complete-config", action="store_true",
+        help="as tritonserver --disable-auto-complete-config: no backend auto-complete",
+    )
+    _addtarget_options(config)
 
     rules = commands.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text")
@@ -83,6 +102,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _addtarget_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--triton-version", metavar="RELEASE",
+        help="the Triton release served with: a container release (24.08) or server version "
+        f"(2.49.0); default the newest known ({profiles.NEWEST.container})",
+    )
+    parser.add_argument(
+        "--gpu", metavar="GPU",
+        help="the GPU served on, for TensorRT plans: sm_89, 8.9 or a name such as L4",
+    )
+
+
+def target_options(args: argparse.Namespace, triton_version: str | None, gpu: str | None,
+                    backends: list[str], strict: bool) -> CheckOptions:
+    """CheckOptions from flags and settings; raises ProfileError for an unknown target."""
+    version = args.triton_version or triton_version or ""
+    profiles.find_release(version)
+    target_gpu = args.gpu or gpu
+    return CheckOptions(
+        disable_auto_complete_config=strict,
+        triton_version=version,
+        gpu_compute_capability=profiles.compute_capability(target_gpu) if target_gpu else "",
+        extra_backends=backends,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -90,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "rules":
             return _rules(args)
+        if args.command == "config":
+            return _config(args)
         return _explain(args)
     except model_config.SchemaUnavailable as error:
         print(f"triton-doctor: {error}", file=sys.stderr)
@@ -115,7 +162,12 @@ def _check(args: argparse.Namespace) -> int:
         print(f"triton-doctor: {error}", file=sys.stderr)
         return EXIT_USAGE
     strict = args.disable_auto_complete_config or settings.disable_auto_complete_config
-    options = CheckOptions(disable_auto_complete_config=strict)
+    try:
+        options = target_options(args, settings.triton_version, settings.gpu,
+                                  settings.backends, strict)
+    except profiles.ProfileError as error:
+        print(f"triton-doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
     evidence = Evidence(repository=repository, options=options)
     result = run(evidence, rules, settings.waivers, settings.source or "settings")
     for skipped in result.skipped:
@@ -143,6 +195,28 @@ def _check(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(text.render(result, colour=colour))
     return code
+
+
+def _config(args: argparse.Namespace) -> int:
+    from triton_doctor.checks.repository import TargetError, collect_repository
+    from triton_doctor.effective import render_effective
+
+    model_dir = Path(args.model_dir)
+    if not model_dir.is_dir():
+        print(f"triton-doctor: {model_dir}: not a model directory", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        options = target_options(args, None, None, [], args.disable_auto_complete_config)
+        repository = collect_repository(model_dir.absolute().parent)
+    except (TargetError, profiles.ProfileError) as error:
+        print(f"triton-doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    evidence = Evidence(repository=repository, options=options)
+    text, refusals = render_effective(evidence, model_dir.absolute().name, args.gpus)
+    sys.stdout.write(text)
+    for refusal in refusals:
+        print(f"triton-doctor: the server would refuse this model: {refusal}", file=sys.stderr)
+    return EXIT_FINDINGS if refusals else EXIT_OK
 
 
 def _exit_code(result: Result, fail_on: Severity, exit_zero: bool) -> int:

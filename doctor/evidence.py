@@ -42,6 +42,34 @@ class ConfigFile:
 
 
 @dataclass
+class AutoCompleteCall:
+    """One call ``auto_complete_config`` makes on the config object it is given."""
+
+    #: "set_max_batch_size", "add_input", "add_output", "set_dynamic_batching",
+    #: "set_model_transaction_policy".
+    method: str
+    #: The argument, when it is a literal the code spells out (or builds from literals).
+    argument: Any = None
+    #: Whether ``argument`` was read; False when it is computed at run time.
+    known: bool = True
+    #: Whether the call sits in a branch or loop whose outcome is not known statically.
+    conditional: bool = False
+    line: int = 0
+
+
+@dataclass
+class AutoCompleteFacts:
+    """TritonPythonModel.auto_complete_config, followed statement by statement with ``ast``."""
+
+    calls: list[AutoCompleteCall] = field(default_factory=list)
+    #: Whether any ``return`` in it returns a value (without one the stub gets None).
+    returns_value: bool = False
+    #: Whether every statement was understood, so ``calls`` is exactly what runs.
+    exact: bool = True
+    line: int = 0
+
+
+@dataclass
 class PythonSource:
     """What ``ast`` sees in a .py file of a version directory (it is never imported)."""
 
@@ -51,6 +79,96 @@ class PythonSource:
     #: Methods defined in TritonPythonModel.
     methods: list[str] = field(default_factory=list)
     syntax_error: str | None = None
+    auto_complete: AutoCompleteFacts | None = None
+    #: Tensor names written as string literals: ``get_input_tensor_by_name(request, "X")``
+    #: and ``pb_utils.Tensor("Y", ...)``, with the line of their first use.
+    input_names: dict[str, int] = field(default_factory=dict)
+    output_names: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class TensorInfo:
+    """One input or output as a model file declares it."""
+
+    name: str
+    #: Triton's name for the element type ("TYPE_FP32"), "TYPE_INVALID" when Triton has none,
+    #: None when the file does not say (TorchScript).
+    data_type: str | None = None
+    #: The full shape the model declares, batch dimension included; -1 for a dynamic or
+    #: symbolic dimension; None when the rank is unknown.
+    dims: list[int] | None = None
+    #: The element type in the file's own terms ("FLOAT", "Tensor", "Dict[str, Tensor]").
+    source_type: str = ""
+    #: Whether this is a plain tensor (ONNX sequences and maps are not).
+    is_tensor: bool = True
+    #: OpenVINO's layout annotation ("[N,C,H,W]"); its backend batches only along an N axis.
+    layout: str = ""
+
+
+@dataclass
+class OnnxFacts:
+    ir_version: int = 0
+    #: Operator-set versions by domain ("" is the default ONNX domain).
+    opsets: dict[str, int] = field(default_factory=dict)
+    producer: str = ""
+    #: Names of initializers: inputs that an initializer backs may be left out of the config.
+    initializer_inputs: list[str] = field(default_factory=list)
+    #: External data files the graph references (relative to the .onnx file) and those absent.
+    external_data: list[str] = field(default_factory=list)
+    missing_external_data: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PlanFacts:
+    """What a TensorRT plan's header tells without deserialising it (an inferred layout)."""
+
+    #: "ftrt" (TensorRT >= 8.6 container), "ptrt" (engine blob only) or "legacy" (no magic).
+    container: str = ""
+    #: "major.minor.patch.build", or "" when not found.
+    tensorrt_version: str = ""
+    #: "major.minor" of the GPU the plan was built for, or "" when not found.
+    compute_capability: str = ""
+    multiprocessor_count: int | None = None
+    serialization_version: int | None = None
+    #: Ultralytics' JSON metadata prefix, when the export wrote one.
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class TorchScriptArg:
+    name: str
+    #: The annotation as TorchScript code writes it ("Tensor", "List[Tensor]", "float").
+    annotation: str = ""
+    has_default: bool = False
+
+
+@dataclass
+class TorchScriptFacts:
+    #: The module class data.pkl names, e.g. "__torch__.Net".
+    module_class: str = ""
+    #: forward()'s arguments after self; None when the code could not be found.
+    forward_args: list[TorchScriptArg] | None = None
+    returns: str = ""
+    file_format_version: str = ""
+
+
+@dataclass
+class ModelFile:
+    """A model file (or directory) a backend would load, read by its byte layout only."""
+
+    #: Path relative to the model directory, "/"-separated ("1/model.onnx").
+    path: str
+    size_bytes: int = 0
+    #: What the bytes are: "onnx", "torchscript", "tensorrt", "openvino", "python",
+    #: "directory", "empty", "lfs-pointer", "pickle", "zip", "unknown".
+    kind: str = "unknown"
+    #: Why the file cannot be what its backend needs (truncated, a pickle, ...), or None.
+    problem: str | None = None
+    inputs: list[TensorInfo] | None = None
+    outputs: list[TensorInfo] | None = None
+    onnx: OnnxFacts | None = None
+    tensorrt: PlanFacts | None = None
+    torchscript: TorchScriptFacts | None = None
 
 
 @dataclass
@@ -63,6 +181,8 @@ class Subdir:
     unreadable: str | None = None
     #: The Python files directly inside it, as ``ast`` reads them.
     python: list[PythonSource] = field(default_factory=list)
+    #: The model files inside it that the model's backend would load, read by header.
+    model_files: list[ModelFile] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +213,12 @@ class CheckOptions:
 
     #: Mirrors tritonserver --disable-auto-complete-config.
     disable_auto_complete_config: bool = False
+    #: The target release, as given (--triton-version); "" means the newest known.
+    triton_version: str = ""
+    #: Compute capability of the target GPU ("8.0"); "" when not given.
+    gpu_compute_capability: str = ""
+    #: Backends installed in the target image beyond the release's own (settings).
+    extra_backends: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -119,3 +119,9 @@ class ConfigSyntaxError(ValueError):
 def data_type_name(value: int) -> str:
     """``TYPE_FP32`` for the enum value, as Triton spells it in messages."""
     return str(schema().DataType.Name(value))
+
+
+def data_type_value(name: str) -> int | None:
+    """The enum value of ``TYPE_FP32`` and the like; None for a name Triton does not have."""
+    values = schema().DataType.DESCRIPTOR.values_by_name
+    return values[name].number if name in values else None

@@ -25,6 +25,7 @@ BACKEND_PLATFORM = {
     "onnxruntime": "onnxruntime_onnx",
     "pytorch": "pytorch_libtorch",
 }
+SEQUENCE_IDLE_DEFAULT_MICROSECONDS = 1_000_000
 TF_FILENAME = {"tensorflow_savedmodel": "model.savedmodel", "tensorflow_graphdef": "model.graphdef"}
 
 
@@ -45,7 +46,7 @@ def complete(raw: Any, model_name: str, model_dir: ModelDir) -> tuple[Any, str |
     if not config.name:
         config.name = model_name
     error = _backend_fields(config, model_name, has_version, has_file, has_dir)
-    _defaults(config)
+    defaults(config)
     return config, error
 
 
@@ -110,10 +111,55 @@ def _backend_fields(
     return None
 
 
-def _defaults(config: Any) -> None:
+def defaults(config: Any) -> None:
     """NormalizeModelConfig: the defaults the server applies before validating."""
     if not config.HasField("version_policy"):
         config.version_policy.latest.num_versions = 1
     batching = config.dynamic_batching if config.HasField("dynamic_batching") else None
     if batching is not None and not batching.preferred_batch_size and config.max_batch_size > 0:
         config.dynamic_batching.preferred_batch_size.append(config.max_batch_size)
+    if config.HasField("sequence_batching"):
+        sequence = config.sequence_batching
+        if sequence.max_sequence_idle_microseconds == 0:
+            sequence.max_sequence_idle_microseconds = SEQUENCE_IDLE_DEFAULT_MICROSECONDS
+        oldest = sequence.oldest if sequence.HasField("oldest") else None
+        if oldest is not None and not oldest.preferred_batch_size and config.max_batch_size > 0:
+            oldest.preferred_batch_size.append(config.max_batch_size)
+    if not config.HasField("ensemble_scheduling"):
+        for pinned in ("input_pinned_memory", "output_pinned_memory"):
+            if not config.optimization.HasField(pinned):
+                getattr(config.optimization, pinned).enable = True
+
+
+#: Backends whose default instance group is pinned to CPU (their preferred group).
+CPU_ONLY_BACKENDS = frozenset({"openvino"})
+#: Backends whose CPU groups default to two instances (core's SetDefaultInstanceCount).
+TWO_CPU_INSTANCES = frozenset({"tensorflow", "onnxruntime"})
+
+
+def instance_groups(config: Any, gpus: int) -> None:
+    """Core's NormalizeInstanceGroup on a machine with ``gpus`` usable GPUs: names, kinds,
+    counts and GPU ids as ``GET /v2/models/<m>/config`` shows them."""
+    if config.HasField("ensemble_scheduling"):
+        return
+    group_type = type(config).DESCRIPTOR.fields_by_name["instance_group"].message_type
+    kinds = group_type.enum_types_by_name["Kind"].values_by_name
+    auto, gpu, cpu = (kinds[name].number for name in ("KIND_AUTO", "KIND_GPU", "KIND_CPU"))
+    preferred_cpu = config.backend in CPU_ONLY_BACKENDS
+    if not config.instance_group:
+        group = config.instance_group.add()
+        group.name = config.name
+        if preferred_cpu:
+            group.kind = cpu
+    supported = list(range(gpus))
+    for index, group in enumerate(config.instance_group):
+        if not group.name:
+            group.name = f"{config.name}_{index}"
+        if group.kind == auto:
+            fits = supported and all(device in supported for device in group.gpus)
+            group.kind = gpu if fits else cpu
+        if group.count < 1:
+            two = group.kind == cpu and config.backend in TWO_CPU_INSTANCES
+            group.count = 2 if two else 1
+        if group.kind == gpu and not group.gpus:
+            group.gpus.extend(supported)

@@ -6,6 +6,9 @@ Command-line flags win over the file. Example::
     ignore = ["batching-without-dynamic-batcher"]
     fail-on = "warning"
     disable-auto-complete-config = true
+    triton-version = "24.08"     # the release the repository is deployed with
+    gpu = "L4"                   # the GPU it runs on (a name, sm_89 or 8.9)
+    backends = ["mybackend"]     # backends installed in the image beyond the release's own
 
     [[waive]]
     rules = ["TD217"]
@@ -29,7 +32,10 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 FILE_NAME = ".triton-doctor.toml"
-KEYS = {"select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive"}
+KEYS = {
+    "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
+    "triton-version", "gpu", "backends",
+}
 
 
 class SettingsError(ValueError):
@@ -57,6 +63,9 @@ class Settings:
     fail_on: str = "error"
     disable_auto_complete_config: bool = False
     model_config_name: str | None = None
+    triton_version: str | None = None
+    gpu: str | None = None
+    backends: list[str] = field(default_factory=list)
     waivers: list[ModelWaiver] = field(default_factory=list)
     #: The file the settings came from, for messages.
     source: str | None = None
@@ -119,6 +128,9 @@ def _parse(data: dict[str, Any], source: str) -> Settings:
         fail_on=str(data.get("fail-on", "error")),
         disable_auto_complete_config=bool(data.get("disable-auto-complete-config", False)),
         model_config_name=data.get("model-config-name"),
+        triton_version=_optional_string(data, "triton-version", source),
+        gpu=_optional_string(data, "gpu", source),
+        backends=_strings(data, "backends", source),
         source=source,
     )
     if settings.fail_on not in ("error", "warning", "info"):
@@ -141,4 +153,11 @@ def _strings(data: dict[str, Any], key: str, where: str) -> list[str]:
         value = [value]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise SettingsError(f"{where}: {key} must be a list of strings")
+    return value
+
+
+def _optional_string(data: dict[str, Any], key: str, where: str) -> str | None:
+    value = data.get(key)
+    if value is not None and not isinstance(value, str):
+        raise SettingsError(f"{where}: {key} must be a string")
     return value

@@ -12,8 +12,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from triton_doctor import model_config, normalize
-from triton_doctor.evidence import CheckOptions, ModelDir, PythonSource, RepositoryEvidence
+from triton_doctor import model_config, normalize, profiles
+from triton_doctor.autocomplete import Completion, complete_backend
+from triton_doctor.evidence import (
+    CheckOptions,
+    ModelDir,
+    ModelFile,
+    PythonSource,
+    RepositoryEvidence,
+)
 from triton_doctor.pbtxt_locate import field_lines, locate
 
 #: Subdirectories of a model directory that the server never treats as versions.
@@ -87,14 +94,34 @@ class ModelView:
         return normalize.complete(self.raw, self.name, self.dir)
 
     @property
-    def effective(self) -> Any:
-        """The config after the server's backend-field inference and normalisation."""
+    def core(self) -> Any:
+        """The config after core's backend-field inference and normalisation, before the
+        backend's own auto-complete: what decides the backend, files and versions."""
         return self._completion[0]
 
     @property
     def autocomplete_error(self) -> str | None:
         """The server's message when it cannot work out the model's backend."""
         return self._completion[1]
+
+    @cached_property
+    def backend_completion(self) -> Completion | None:
+        """The backend's auto-complete (None when it does not run: turned off, or no backend)."""
+        if self.options.disable_auto_complete_config or self.autocomplete_error:
+            return None
+        completion = complete_backend(self.core, self.model_file(), self.python_source())
+        if completion.error is None:
+            normalize.defaults(completion.config)
+        return completion
+
+    @property
+    def effective(self) -> Any:
+        """The config the server judges and runs: core's completion, then the backend's
+        auto-complete (unless that refuses the model, when it is core's completion)."""
+        completion = self.backend_completion
+        if completion is None or completion.error is not None:
+            return self.core
+        return completion.config
 
     @cached_property
     def versions(self) -> list[VersionDir]:
@@ -108,7 +135,7 @@ class ModelView:
     @cached_property
     def loaded_versions(self) -> list[int]:
         """The versions the version policy selects from those on disk."""
-        policy = self.effective.version_policy
+        policy = self.core.version_policy
         available = self.available_versions
         kind = policy.WhichOneof("policy_choice")
         if kind == "all":
@@ -120,13 +147,26 @@ class ModelView:
 
     def python_source(self) -> PythonSource | None:
         """The Python model file the backend would load for the first selected version."""
-        config = self.effective
+        config = self.core
         if config.backend != "python" or not self.loaded_versions:
             return None
         filename = config.default_model_filename or "model.py"
         for sub in self.dir.subdirs:
             if sub.name == str(self.loaded_versions[0]):
                 return next((s for s in sub.python if s.name == filename), None)
+        return None
+
+    def model_file(self, version: int | None = None) -> ModelFile | None:
+        """The default model file of ``version`` (the first loaded one by default), as read."""
+        if version is None:
+            if not self.loaded_versions:
+                return None
+            version = self.loaded_versions[0]
+        filename = self.core.default_model_filename
+        for sub in self.dir.subdirs:
+            if sub.name == version_dir_name(version):
+                wanted = f"{sub.name}/{filename}"
+                return next((f for f in sub.model_files if f.path == wanted), None)
         return None
 
     def version_entries(self, number: int) -> list[str] | None:
@@ -161,5 +201,7 @@ class ModelView:
 class RepositoryView:
     def __init__(self, evidence: RepositoryEvidence, options: CheckOptions) -> None:
         self.options = options
+        #: The release judged against (the CLI has already rejected unknown versions).
+        self.release = profiles.find_release(options.triton_version)
         self.models = [ModelView(model, options) for model in evidence.models]
         self.by_name = {model.name: model for model in self.models}

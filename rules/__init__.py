@@ -1,6 +1,7 @@
 """Rule families; importing this package registers every rule with the registry."""
 
 from triton_doctor.rules import (  # noqa: F401
+    compatibility,
     config_batching,
     config_identity,
     config_instances,
@@ -10,4 +11,7 @@ from triton_doctor.rules import (  # noqa: F401
     ensemble_steps,
     ensemble_structure,
     layout,
+    model_files,
+    model_io,
+    python_model,
 )

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 from triton_doctor.checks.repository import collect_repository
-from triton_doctor.cli import build_parser
+from triton_doctor.cli import build_parser, target_options
 from triton_doctor.engine import run
-from triton_doctor.evidence import CheckOptions, Evidence
+from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding
 from triton_doctor.registry import Rule, all_rules, select_rules
 
@@ -84,7 +84,7 @@ def _findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
     extra = shlex.split(args_file.read_text()) if args_file.exists() else []
     repo = _repository(rule_id, kind, workdir)
     parsed = build_parser().parse_args(["check", str(repo), *extra])
-    options = CheckOptions(disable_auto_complete_config=parsed.disable_auto_complete_config)
+    options = target_options(parsed, None, None, [], parsed.disable_auto_complete_config)
     evidence = Evidence(repository=collect_repository(repo), options=options)
     result = run(evidence, select_rules([], []))
     return [f for f in result.findings if f.rule == rule_id]

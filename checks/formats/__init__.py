@@ -1,0 +1,56 @@
+"""Read the model file a backend would load, by its byte layout only.
+
+Each reader takes a path and returns a ``ModelFile``; none of them raises on bad input, and
+none executes, imports or unpickles anything: ONNX is walked on the protobuf wire, TorchScript
+is read as a zip (code with ``ast``), TensorRT plans by their header, OpenVINO IR as XML.
+"""
+
+from __future__ import annotations
+
+import os
+
+from triton_doctor.checks.formats import onnx, openvino, sniff, tensorrt, torchscript
+from triton_doctor.evidence import ModelFile
+
+#: Readers by backend; other backends' files are only sniffed.
+READERS = {
+    "onnxruntime": onnx.read_onnx,
+    "pytorch": torchscript.read_torchscript,
+    "tensorrt": tensorrt.read_plan,
+    "openvino": openvino.read_openvino,
+}
+
+
+def read_model_file(model_path: str, relative: str, backend: str) -> ModelFile:
+    """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it."""
+    path = os.path.join(model_path, relative)
+    if os.path.isdir(path):
+        inner = os.path.join(path, os.path.basename(relative))
+        if backend == "onnxruntime" and os.path.isfile(inner):
+            # The ONNX Runtime backend loads <dir>/model.onnx when model.onnx is a directory
+            # (how models with external data are usually shipped).
+            found = onnx.read_onnx(inner)
+        else:
+            found = ModelFile(path=relative, kind="directory")
+        found.path = relative
+        return found
+    try:
+        head, size = sniff.read_head(path)
+    except OSError as error:
+        return ModelFile(path=relative, problem=f"cannot be read: {error.strerror or error}")
+    kind = sniff.sniff_bytes(head, size)
+    if kind == "empty":
+        return ModelFile(path=relative, kind=kind, problem="is empty (0 bytes)")
+    if kind == "lfs-pointer":
+        target = sniff.describe_lfs_pointer(head)
+        return ModelFile(
+            path=relative, size_bytes=size, kind=kind,
+            problem="is a Git LFS pointer, not the model"
+            + (f" (the real file is {target} bytes)" if target else ""),
+        )
+    reader = READERS.get(backend)
+    if reader is None:
+        return ModelFile(path=relative, size_bytes=size, kind=kind)
+    found = reader(path)
+    found.path = relative
+    return found

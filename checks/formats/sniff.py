@@ -1,0 +1,56 @@
+"""Tell what a file is from its first bytes, whatever its name says.
+
+A model file named for one backend is often something else: a Git LFS pointer checked out
+without ``git lfs pull``, a zero-byte placeholder, a ``torch.save`` pickle, an engine exported
+with a metadata prefix. Reading 64 bytes tells these apart before a format reader starts.
+"""
+
+from __future__ import annotations
+
+import os
+
+LFS_POINTER = b"version https://git-lfs.github.com/spec/"
+ZIP_MAGIC = b"PK\x03\x04"
+HEAD_BYTES = 256
+
+
+def sniff_bytes(head: bytes, size: int) -> str:
+    """The kind of a file from its first bytes and its size (see ``ModelFile.kind``)."""
+    if size == 0:
+        return "empty"
+    if head.startswith(LFS_POINTER):
+        return "lfs-pointer"
+    if head.startswith(ZIP_MAGIC):
+        return "zip"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return "pickle"
+    if head[:4] in (b"ftrt", b"ptrt"):
+        return "tensorrt"
+    if _ultralytics_prefix(head, size):
+        return "tensorrt"
+    if head.lstrip().startswith(b"<?xml") or head.lstrip().startswith(b"<net"):
+        return "xml"
+    return "unknown"
+
+
+def _ultralytics_prefix(head: bytes, size: int) -> bool:
+    """Ultralytics writes ``<u32 LE length><JSON metadata>`` before the engine bytes."""
+    if len(head) < 5 or head[4:5] != b"{":
+        return False
+    length = int.from_bytes(head[:4], "little")
+    return 0 < length < size
+
+
+def describe_lfs_pointer(head: bytes) -> str:
+    """The pointer's recorded size, for a message like "an LFS pointer to a 96 MB file"."""
+    for line in head.decode("ascii", "replace").splitlines():
+        if line.startswith("size "):
+            return line[5:].strip()
+    return ""
+
+
+def read_head(path: str) -> tuple[bytes, int]:
+    """(first bytes, size); raises OSError."""
+    with open(path, "rb") as handle:
+        head = handle.read(HEAD_BYTES)
+        return head, os.fstat(handle.fileno()).st_size

@@ -1,0 +1,245 @@
+"""Read a TorchScript archive's forward() signature without torch and without unpickling.
+
+Triton's PyTorch backend loads only ``torch.jit.save`` archives. Users often ship a
+``torch.save`` file instead (a state_dict, or a whole pickled module), which fails with an
+opaque libtorch error. A TorchScript archive is a zip whose single top-level folder ``<p>/``
+holds ``data.pkl`` (the module object tree), ``code/`` (the TorchScript source of every
+class) and ``version``; a ``torch.save`` zip has no ``code/``.
+
+Nothing from the file is executed, imported or unpickled: ``data.pkl`` is only disassembled
+with ``pickletools.genops`` (to learn the module's class name) and the code is parsed with
+``ast``. Members are read with size caps, so a zip bomb costs at most a few MiB.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import pickletools
+import zipfile
+import zlib
+
+from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg, TorchScriptFacts
+
+#: Largest code file parsed (real ones are kilobytes).
+MAX_CODE_BYTES = 4 * 1024 * 1024
+#: Bytes of data.pkl disassembled: the class name is its first opcodes.
+MAX_PICKLE_SCAN_BYTES = 1024 * 1024
+MAX_VERSION_BYTES = 64
+
+ZIP_MAGIC = b"PK\x03\x04"
+#: torch.save's legacy (non-zip) format starts with this number, pickled.
+LEGACY_TORCH_MAGIC = 0x1950A86A20F9469CFC6C
+
+NOT_TORCHSCRIPT = (
+    "is a torch.save archive, not TorchScript: it has no code/ folder "
+    "(save it with torch.jit.save / torch.jit.trace(...).save)"
+)
+PICKLE = (
+    "is a pickle (torch.save of a whole module?), not a TorchScript archive: the PyTorch "
+    "backend loads only torch.jit.save archives (torch.jit.script(model).save(path) or "
+    "torch.jit.trace(model, example).save(path))"
+)
+LEGACY_PICKLE = (
+    "is a legacy torch.save file (a pickle), not a TorchScript archive: the PyTorch backend "
+    "loads only torch.jit.save archives (torch.jit.script(model).save(path) or "
+    "torch.jit.trace(model, example).save(path))"
+)
+PT2_AS_TORCHSCRIPT = (
+    "is a PyTorch 2 export package (torch.export / AOTInductor), not TorchScript: "
+    "platform pytorch_libtorch loads only torch.jit.save archives; serve it as model.pt2 "
+    "with platform torch_aoti"
+)
+PICKLE_STRING_OPS = frozenset(
+    {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING",
+     "BINSTRING", "STRING"}
+)
+#: Errors that mean "this zip is corrupt", from opening it or reading a member.
+ZIP_ERRORS = (
+    zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
+    NotImplementedError, RuntimeError, zlib.error,
+)
+
+
+def read_torchscript(path: str) -> ModelFile:
+    """What the archive at ``path`` declares; never raises on bad input."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64)
+            size = os.fstat(handle.fileno()).st_size
+    except OSError as error:
+        return ModelFile(path=path, problem=f"cannot be read: {error.strerror or error}")
+    found = ModelFile(path=path, size_bytes=size)
+    if size == 0:
+        found.kind, found.problem = "empty", "is empty (0 bytes)"
+    elif head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        found.kind = "pickle"
+        found.problem = LEGACY_PICKLE if _is_legacy_torch_save(head) else PICKLE
+    elif not head.startswith(ZIP_MAGIC):
+        found.problem = "is not a TorchScript archive (not a zip file)"
+    else:
+        _read_zip(path, found)
+    return found
+
+
+def _read_zip(path: str, found: ModelFile) -> None:
+    found.kind = "zip"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            _read_archive(archive, path, found)
+    except ZIP_ERRORS as error:
+        found.kind, found.torchscript, found.inputs = "zip", None, None
+        found.problem = f"is a corrupt or truncated zip archive ({error})"
+
+
+def _archive_prefix(names: list[str]) -> str:
+    """``<p>/`` when every entry sits in one top-level folder (how torch writes), else ""."""
+    tops = {name.split("/", 1)[0] for name in names}
+    if len(tops) == 1 and all("/" in name for name in names):
+        return f"{tops.pop()}/"
+    return ""
+
+
+def _read_archive(archive: zipfile.ZipFile, path: str, found: ModelFile) -> None:
+    names = archive.namelist()
+    prefix = _archive_prefix(names)
+    listed = set(names)
+    if f"{prefix}archive_format" in listed:
+        # torch.export / AOTInductor package: recognised, not read further.
+        found.problem = None if path.endswith(".pt2") else PT2_AS_TORCHSCRIPT
+        return
+    if not any(name.startswith(f"{prefix}code/") for name in names):
+        found.problem = (
+            NOT_TORCHSCRIPT if f"{prefix}data.pkl" in listed
+            else "is a zip archive but not a PyTorch file (no data.pkl or code/ folder)"
+        )
+        return
+    found.kind = "torchscript"
+    facts = TorchScriptFacts(file_format_version=_read_version(archive, prefix))
+    found.torchscript = facts
+    pickle_head = _read_member(archive, f"{prefix}data.pkl", MAX_PICKLE_SCAN_BYTES, whole=False)
+    global_name = _first_global(pickle_head) if pickle_head else None
+    if global_name is None:
+        return
+    module, class_name = global_name
+    facts.module_class = f"{module}.{class_name}"
+    code_path = f"{prefix}code/{module.replace('.', '/')}.py"
+    code = _read_member(archive, code_path, MAX_CODE_BYTES, whole=True)
+    signature = _forward_signature(code, class_name) if code is not None else None
+    if signature is not None:
+        facts.forward_args, facts.returns = signature
+        found.inputs = [
+            TensorInfo(name=arg.name, source_type=arg.annotation,
+                       is_tensor=arg.annotation == "Tensor")
+            for arg in facts.forward_args
+        ]
+
+
+def _read_member(
+    archive: zipfile.ZipFile, name: str, limit: int, *, whole: bool
+) -> bytes | None:
+    """Up to ``limit`` bytes of a member; None when absent, or when ``whole`` and larger."""
+    try:
+        info = archive.getinfo(name)
+    except KeyError:
+        return None
+    if whole and info.file_size > limit:
+        return None
+    with archive.open(info) as member:
+        data = member.read(limit + 1)
+    if len(data) > limit:
+        return None if whole else data[:limit]
+    return data
+
+
+def _read_version(archive: zipfile.ZipFile, prefix: str) -> str:
+    """The archive's file-format version ("3"), or "" when absent or not text."""
+    for name in (f"{prefix}version", f"{prefix}.data/version"):
+        raw = _read_member(archive, name, MAX_VERSION_BYTES, whole=True)
+        if raw is not None:
+            text = raw.decode("ascii", "replace").strip()
+            return text if text.isdigit() else ""
+    return ""
+
+
+def _is_legacy_torch_save(head: bytes) -> bool:
+    """Legacy torch.save pickles a magic number first (protocol 2, LONG1)."""
+    try:
+        for opcode, arg, _ in pickletools.genops(head):
+            if opcode.name == "PROTO":
+                continue
+            return opcode.name == "LONG1" and arg == LEGACY_TORCH_MAGIC
+    except Exception:  # genops over arbitrary bytes: any failure just means "no"
+        return False
+    return False
+
+
+def _first_global(data: bytes) -> tuple[str, str] | None:
+    """(module, class) of the first GLOBAL / STACK_GLOBAL opcode, found by disassembly only."""
+    strings: list[str] = []
+    memo: dict[int, str] = {}
+    memo_count = 0
+    try:
+        for opcode, arg, _ in pickletools.genops(data):
+            name = opcode.name
+            if name == "GLOBAL":
+                module, _, qualname = str(arg).partition(" ")
+                return (module, qualname) if module and qualname else None
+            if name == "STACK_GLOBAL":
+                return (strings[-2], strings[-1]) if len(strings) >= 2 else None
+            if name in PICKLE_STRING_OPS:
+                strings.append(arg if isinstance(arg, str) else str(arg))
+            elif name == "MEMOIZE":
+                if strings:
+                    memo[memo_count] = strings[-1]
+                memo_count += 1
+            elif name in ("BINGET", "LONG_BINGET", "GET") and isinstance(arg, int) and arg in memo:
+                strings.append(memo[arg])
+    except Exception:  # genops over arbitrary bytes (or a truncated head): stop there
+        return None
+    return None
+
+
+def _forward_signature(code: bytes, class_name: str) -> tuple[list[TorchScriptArg], str] | None:
+    """forward()'s arguments (after self) and return annotation, from the class's code."""
+    try:
+        tree = ast.parse(code.decode("utf-8", "replace"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    forward = _find_forward(tree, class_name.rsplit(".", 1)[-1])
+    if forward is None:
+        return None
+    try:
+        return _arguments(forward), _unparse(forward.returns)
+    except RecursionError:
+        return None
+
+
+def _find_forward(tree: ast.Module, class_name: str) -> ast.FunctionDef | None:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == class_name:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                    return item
+    return None
+
+
+def _unparse(node: ast.expr | None) -> str:
+    return ast.unparse(node) if node is not None else ""
+
+
+def _arguments(forward: ast.FunctionDef) -> list[TorchScriptArg]:
+    """Arguments in order; the first positional one is ``self`` and is left out."""
+    spec = forward.args
+    positional = [*spec.posonlyargs, *spec.args]
+    first_default = len(positional) - len(spec.defaults)
+    found = [
+        TorchScriptArg(arg.arg, _unparse(arg.annotation), index >= first_default)
+        for index, arg in enumerate(positional)
+        if index > 0
+    ]
+    found += [
+        TorchScriptArg(arg.arg, _unparse(arg.annotation), default is not None)
+        for arg, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True)
+    ]
+    return found

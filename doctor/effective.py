@@ -1,0 +1,41 @@
+"""``triton-doctor config``: the configuration a server would run for one model directory."""
+
+from __future__ import annotations
+
+from google.protobuf import text_format
+from triton_doctor import normalize
+from triton_doctor.engine import run
+from triton_doctor.evidence import Evidence
+from triton_doctor.findings import Severity
+from triton_doctor.registry import all_rules
+from triton_doctor.view import RepositoryView
+
+
+def render_effective(evidence: Evidence, model_name: str, gpus: int) -> tuple[str, list[str]]:
+    """(the effective config in text format, the server's refusals of this model).
+
+    The config is the one the rules judge (core completion, then the backend's auto-complete)
+    with instance groups resolved as on a machine with ``gpus`` GPUs, as
+    ``GET /v2/models/<model>/config`` would show it.
+    """
+    assert evidence.repository is not None
+    repository = RepositoryView(evidence.repository, evidence.options)
+    view = repository.by_name[model_name]
+    config = type(view.effective)()
+    config.CopyFrom(view.effective)
+    normalize.instance_groups(config, gpus)
+    if config.HasField("ensemble_scheduling"):
+        # The server records whether an ensemble streams: it does when any step does.
+        steps = [repository.by_name.get(step.model_name)
+                 for step in config.ensemble_scheduling.step]
+        config.model_transaction_policy.decoupled = any(
+            step is not None and step.effective.model_transaction_policy.decoupled
+            for step in steps
+        )
+    result = run(evidence, all_rules(), [], "")
+    refusals = [
+        finding.triton_message or finding.message
+        for finding in result.findings
+        if finding.model == model_name and finding.severity >= Severity.ERROR
+    ]
+    return text_format.MessageToString(config), refusals

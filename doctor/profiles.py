@@ -1,0 +1,169 @@
+"""Facts per Triton release: what a container of that release ships and accepts.
+
+A model repository is judged against a target: the TensorRT a plan must match, the ONNX
+Runtime an ONNX model's IR version and opsets must fit, the backends the image carries. The
+table comes from NVIDIA's release notes and Triton's build.py (sources in docs/profiles.md);
+a cell nobody could verify is left empty and the rules that need it say so instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+#: Backends in /opt/tritonserver/backends of the full ``YY.MM-py3`` image.
+_BACKENDS_FULL = frozenset({
+    "dali", "fil", "identity", "onnxruntime", "openvino", "python", "pytorch", "repeat",
+    "square", "tensorflow", "tensorrt",
+})
+_BACKENDS_NO_TF = _BACKENDS_FULL - {"tensorflow"}
+
+
+@dataclass(frozen=True)
+class Release:
+    container: str
+    triton: str
+    onnxruntime: str
+    #: "" when not verified.
+    tensorrt: str = ""
+    cuda: str = ""
+    #: Python of the Python backend stub.
+    python: str = ""
+    #: Lowest GPU compute capability the release supports.
+    min_compute_capability: str = "6.0"
+    backends: frozenset[str] = _BACKENDS_FULL
+
+    @property
+    def label(self) -> str:
+        return f"Triton {self.triton} (container {self.container})"
+
+
+def _r(container: str, triton: str, ort: str, trt: str = "", cuda: str = "", python: str = "",
+       min_cc: str = "6.0", backends: frozenset[str] = _BACKENDS_FULL) -> Release:
+    return Release(container, triton, ort, trt, cuda, python, min_cc, backends)
+
+
+RELEASES: tuple[Release, ...] = (
+    _r("23.01", "2.30.0", "1.13.1", "8.5.2.2", python="3.8"),
+    _r("23.02", "2.31.0", "1.13.1", "8.5.3", python="3.8"),
+    _r("23.03", "2.32.0", "1.14.1", "8.5.3", "12.1.0", python="3.8"),
+    _r("23.04", "2.33.0", "1.14.1", "8.6.1.2", "12.1.0", python="3.8"),
+    _r("23.05", "2.34.0", "1.15.0", "8.6.1.2", "12.1.1", python="3.10"),
+    _r("23.06", "2.35.0", "1.15.0", "8.6.1.6", "12.1.1", python="3.10"),
+    _r("23.07", "2.36.0", "1.15.1", "8.6.1.6", "12.1.1", python="3.10"),
+    _r("23.08", "2.37.0", "1.15.1", "8.6.1.6", "12.2.1", python="3.10"),
+    _r("23.09", "2.38.0", "1.16.0", "8.6.1.6", "12.2.1", python="3.10"),
+    _r("23.10", "2.39.0", "1.16.0", "8.6.1.6", python="3.10"),
+    _r("23.11", "2.40.0", "1.16.3", "8.6.1.6", python="3.10"),
+    _r("23.12", "2.41.0", "1.16.3", "8.6.1.6", "12.3.2", python="3.10"),
+    _r("24.01", "2.42.0", "1.16.3", "8.6.1.6", "12.3.2", python="3.10"),
+    _r("24.02", "2.43.0", "1.16.3", "8.6.3", python="3.10"),
+    _r("24.03", "2.44.0", "1.17.2", "8.6.3", python="3.10"),
+    _r("24.04", "2.45.0", "1.17.3", "8.6.3", "12.4", python="3.10"),
+    _r("24.05", "2.46.0", "1.18.0", "10.0.1.6", python="3.10"),
+    _r("24.06", "2.47.0", "1.18.0", "10.1.0.27", "12.5.0.23", python="3.10"),
+    _r("24.07", "2.48.0", "1.18.1", "10.2.0.19", python="3.10"),
+    _r("24.08", "2.49.0", "1.18.1", "10.3.0.26", python="3.10"),
+    _r("24.09", "2.50.0", "1.19.2", "10.4.0.26", python="3.10"),
+    _r("24.10", "2.51.0", "1.19.2", "10.5.0.18", "12.6.2", python="3.10"),
+    _r("24.11", "2.52.0", "1.19.2", "10.6.0.26", python="3.12"),
+    _r("24.12", "2.53.0", "1.20.1", "10.7.0.23", python="3.12"),
+    _r("25.01", "2.54.0", "1.20.1", "10.8.0.43", python="3.12"),
+    _r("25.02", "2.55.0", "1.20.1", "10.8.0.43", python="3.12"),
+    _r("25.03", "2.56.0", "1.21.0", "10.9.0.34", python="3.12", min_cc="7.5",
+       backends=_BACKENDS_NO_TF),
+    _r("25.04", "2.57.0", "1.21.0", "10.9.0.34", python="3.12", min_cc="7.5",
+       backends=_BACKENDS_NO_TF),
+    _r("25.05", "2.58.0", "1.22.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("25.06", "2.59.0", "1.22.0", cuda="12.9.1", python="3.12", min_cc="7.5",
+       backends=_BACKENDS_NO_TF),
+    _r("25.07", "2.59.1", "1.22.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("25.08", "2.60.0", "1.23.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("25.09", "2.61.0", "1.23.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("25.10", "2.62.0", "1.23.1", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("25.11", "2.63.0", "1.23.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("25.12", "2.64.0", "1.23.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("26.01", "2.65.0", "1.23.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("26.02", "2.66.0", "1.24.1", cuda="13.1.1", python="3.12", min_cc="7.5",
+       backends=_BACKENDS_NO_TF),
+    _r("26.03", "2.67.0", "1.24.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("26.04", "2.68.0", "1.24.4", cuda="13.2.1", python="3.12", min_cc="7.5",
+       backends=_BACKENDS_NO_TF),
+    _r("26.05", "2.69.0", "1.24.4", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("26.06", "2.70.0", "1.24.4", cuda="13.3.0", python="3.12", min_cc="7.5",
+       backends=_BACKENDS_NO_TF),
+    _r("26.07", "2.71.0", "1.27.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    _r("26.08", "2.72.0", "1.28.0", cuda="13.4.1", python="3.12", min_cc="7.5",
+       backends=_BACKENDS_NO_TF),
+    _r("26.09", "2.73.0", "", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+)
+#: Releases whose TensorRT version a public source confirms (the others come from memory of the
+#: support matrix, so a mismatch against them is reported as a warning, not an error).
+TENSORRT_CONFIRMED = frozenset({"23.04", "23.05", "24.02", "24.05"})
+NEWEST = RELEASES[-1]
+
+#: ONNX Runtime minor -> (newest ONNX IR version, newest default-domain opset) it loads, from
+#: ONNX Runtime's compatibility table (it stops at 1.20; later releases are left out).
+ONNXRUNTIME_LIMITS: dict[str, tuple[int, int]] = {
+    "1.13": (8, 17), "1.14": (8, 18), "1.15": (8, 19), "1.16": (9, 19), "1.17": (9, 20),
+    "1.18": (10, 21), "1.19": (10, 21), "1.20": (10, 21),
+}
+
+#: Compute capability of common data-centre and desktop GPUs, for ``--gpu A100``.
+GPU_COMPUTE_CAPABILITY = {
+    "P4": "6.1", "P40": "6.1", "P100": "6.0", "V100": "7.0", "T4": "7.5", "A100": "8.0",
+    "A30": "8.0", "A10": "8.6", "A10G": "8.6", "A40": "8.6", "A16": "8.6", "A2": "8.6",
+    "RTX3090": "8.6", "RTXA6000": "8.6", "L4": "8.9", "L40": "8.9", "L40S": "8.9",
+    "RTX4090": "8.9", "RTX6000ADA": "8.9", "H100": "9.0", "H200": "9.0", "GH200": "9.0",
+    "H20": "9.0", "B200": "10.0", "GB200": "10.0", "B300": "10.3", "RTX5090": "12.0",
+    "JETSONXAVIER": "7.2", "JETSONORIN": "8.7",
+}
+
+
+class ProfileError(ValueError):
+    """A --triton-version or --gpu that names nothing known."""
+
+
+def find_release(version: str | None) -> Release:
+    """The release for "24.06", "2.47.0", "2.47", "r24.06" or an image tag; newest if None."""
+    if not version:
+        return NEWEST
+    text = version.strip().lower()
+    tag = re.search(r"(\d{2}\.\d{2})(?:-py3\S*)?$", text)
+    for release in RELEASES:
+        if text.lstrip("rv") in (release.container, release.triton) or (
+            tag and tag.group(1) == release.container
+        ):
+            return release
+        if re.fullmatch(r"v?\d+\.\d+", text) and release.triton.startswith(text.lstrip("v") + "."):
+            return release
+    known = f"{RELEASES[0].container} to {NEWEST.container}"
+    raise ProfileError(
+        f"unknown Triton release {version!r}: give a container release (24.06) or a server "
+        f"version (2.47.0) between {known}"
+    )
+
+
+def compute_capability(gpu: str) -> str:
+    """"8.0" for "sm_80", "80", "8.0", "A100" or "NVIDIA A100-SXM4-80GB"."""
+    text = gpu.strip()
+    match = re.fullmatch(r"(?:sm_?|compute_)?(\d{1,2})(\d)", text, re.IGNORECASE)
+    if match:
+        return f"{int(match.group(1))}.{match.group(2)}"
+    if re.fullmatch(r"\d{1,2}\.\d", text):
+        return text
+    squashed = re.sub(r"[\s_-]", "", text.upper()).removeprefix("NVIDIA").removeprefix("TESLA")
+    squashed = squashed.removeprefix("GEFORCE")
+    for name in sorted(GPU_COMPUTE_CAPABILITY, key=len, reverse=True):
+        if squashed.startswith(name):
+            return GPU_COMPUTE_CAPABILITY[name]
+    raise ProfileError(
+        f"unknown GPU {gpu!r}: give a compute capability (sm_80 or 8.0) or a GPU name such "
+        f"as {', '.join(list(GPU_COMPUTE_CAPABILITY)[:6])}"
+    )
+
+
+def onnxruntime_limits(release: Release) -> tuple[int, int] | None:
+    """(newest IR version, newest opset) the release's ONNX Runtime loads, when known."""
+    minor = ".".join(release.onnxruntime.split(".")[:2])
+    return ONNXRUNTIME_LIMITS.get(minor)

@@ -1,0 +1,211 @@
+"""TD5xx: the repository against its target: the release's TensorRT, ONNX Runtime and
+backends, and the GPU it will run on."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from triton_doctor import profiles
+from triton_doctor.findings import Hit, Severity
+from triton_doctor.registry import rule
+from triton_doctor.rules.layout import is_stray
+from triton_doctor.rules.model_files import model_files
+from triton_doctor.view import ModelView, RepositoryView
+
+#: Official backends that are not in the stock image but are installed often.
+OPTIONAL_BACKENDS = frozenset({"vllm", "tensorrtllm", "tensorflow", "pytorch", "fil", "dali"})
+
+
+def _major_minor(version: str) -> str:
+    return ".".join(version.split(".")[:2])
+
+
+@rule("TD501", "tensorrt-version-mismatch", "error", "Plan built with another TensorRT")
+def tensorrt_version_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the TensorRT version in each plan's header (read without a GPU) against
+    the TensorRT of the target release (`--triton-version`, default the newest known).
+    Major.minor must match; plans built version-compatible (TensorRT >= 8.6, loaded with
+    `--backend-config=tensorrt,version-compatible=true`) are the exception.
+
+    Why it matters: TensorRT refuses to deserialize the plan ("The engine plan file is not
+    compatible with this version of TensorRT, expecting library version 10.3.0.26 got
+    8.6.1.6, please rebuild.") and Triton reports "unable to create TensorRT engine".
+
+    Example: a plan built in `tensorrt:23.10` served by `tritonserver:24.08` → rebuild it
+    with trtexec in the `tensorrt:24.08` (or `tritonserver:24.08-py3-sdk`) image.
+
+    Fix: rebuild the engine with the TensorRT of the serving image, on the same GPU model.
+    """
+    release = repository.release
+    if model.effective.backend != "tensorrt" or not release.tensorrt:
+        return
+    confirmed = release.container in profiles.TENSORRT_CONFIRMED
+    for number, found in model_files(model):
+        plan = found.tensorrt
+        if plan is None or not plan.tensorrt_version:
+            continue
+        if _major_minor(plan.tensorrt_version) == _major_minor(release.tensorrt):
+            continue
+        yield Hit(
+            message=f"{found.path} was built with TensorRT {plan.tensorrt_version}; "
+            f"{release.label} ships TensorRT {release.tensorrt}"
+            + ("" if confirmed else " (release table entry not confirmed by a public source)"),
+            triton_message="unable to create TensorRT engine: The engine plan file is not "
+            "compatible with this version of TensorRT, expecting library version "
+            f"{release.tensorrt} got {plan.tensorrt_version}, please rebuild.",
+            fix=f"Rebuild the plan with TensorRT {release.tensorrt} (the "
+            f"tensorrt:{release.container}-py3 image), or pick the Triton release whose "
+            f"TensorRT is {_major_minor(plan.tensorrt_version)}.",
+            path=f"{model.dir.path}/{found.path}",
+            version=str(number),
+            evidence={"plan_tensorrt": plan.tensorrt_version, "server_tensorrt": release.tensorrt},
+            severity=None if confirmed else Severity.WARNING,
+        )
+
+
+@rule("TD502", "tensorrt-gpu-mismatch", "error", "Plan built for another GPU")
+def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the compute capability in each plan's header against the target GPU
+    (`--gpu sm_80`, `--gpu 8.0` or `--gpu A100`), taking `cc_model_filenames` into account:
+    the backend loads the file listed for the GPU's "major.minor" instead of the default.
+
+    Why it matters: TensorRT refuses a plan built for another architecture ("The engine plan
+    file is generated on an incompatible device, expecting compute 8.6 got compute 8.0,
+    please rebuild."); plans built with a hardware-compatibility level are the exception.
+
+    Example: a plan built on an A100 (sm_80) deployed to L4 nodes (sm_89) → build one per
+    GPU and list them: `cc_model_filenames { key: "8.0" value: "a100.plan" }`,
+    `cc_model_filenames { key: "8.9" value: "l4.plan" }`.
+
+    Fix: build the plan on the target GPU model, or ship one plan per compute capability
+    with `cc_model_filenames`.
+    """
+    target = model.options.gpu_compute_capability
+    config = model.effective
+    if config.backend != "tensorrt" or not target:
+        return
+    filename = config.cc_model_filenames.get(target, config.default_model_filename)
+    for number in model.loaded_versions:
+        found = next((f for f in _version_files(model, number) if f.path.endswith(
+            "/" + filename)), None)
+        plan = found.tensorrt if found else None
+        if found is None or plan is None or not plan.compute_capability:
+            continue
+        if plan.compute_capability == target:
+            continue
+        yield Hit(
+            message=f"{found.path} was built for compute capability {plan.compute_capability}"
+            + (f" ({plan.multiprocessor_count} SMs)" if plan.multiprocessor_count else "")
+            + f"; the target GPU is {target}",
+            triton_message="unable to create TensorRT engine: The engine plan file is generated "
+            f"on an incompatible device, expecting compute {target} got compute "
+            f"{plan.compute_capability}, please rebuild.",
+            fix=f"Build the plan on a {target} GPU, or add cc_model_filenames {{ key: "
+            f'"{target}" value: "<plan built for it>" }}.',
+            path=f"{model.dir.path}/{found.path}",
+            version=str(number),
+            evidence={"plan_compute_capability": plan.compute_capability,
+                      "target_compute_capability": target},
+        )
+
+
+def _version_files(model: ModelView, number: int) -> list:  # type: ignore[type-arg]
+    for sub in model.dir.subdirs:
+        if sub.name == str(number):
+            return sub.model_files
+    return []
+
+
+@rule("TD503", "onnx-too-new", "error", "ONNX IR version or opset too new for the release")
+def onnx_too_new(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: each ONNX model's IR version and default-domain opset against the
+    newest the target release's ONNX Runtime loads (ONNX Runtime's compatibility table;
+    releases past its last row are not judged).
+
+    Why it matters: ONNX Runtime refuses the model ("Unsupported model IR version: 10, max
+    supported IR version: 9"), and Triton reports "onnx runtime error 1".
+
+    Example: a model exported by a recent torch (IR 10, opset 21) served by 24.01 (ONNX
+    Runtime 1.16: IR 9, opset 19) → export with `opset_version=19`.
+
+    Fix: re-export with an opset the server's ONNX Runtime knows (torch.onnx.export
+    `opset_version=`), or serve with a newer Triton release.
+    """
+    release = repository.release
+    limits = profiles.onnxruntime_limits(release)
+    if model.effective.backend != "onnxruntime" or limits is None:
+        return
+    max_ir, max_opset = limits
+    for number, found in model_files(model):
+        facts = found.onnx
+        if facts is None or found.problem:
+            continue
+        path = f"{model.dir.path}/{found.path}"
+        opset = facts.opsets.get("", 0)
+        if facts.ir_version > max_ir:
+            triton = (f"onnx runtime error 1: Load model from {path} failed: Unsupported model IR "
+                      f"version: {facts.ir_version}, max supported IR version: {max_ir}")
+            what = f"IR version {facts.ir_version} (ONNX Runtime {release.onnxruntime} loads "
+            what += f"up to {max_ir})"
+        elif opset > max_opset:
+            triton = (f"Current official support for domain ai.onnx is till opset {max_opset}.")
+            what = f"opset {opset} (ONNX Runtime {release.onnxruntime} knows up to {max_opset})"
+        else:
+            continue
+        yield Hit(
+            message=f"{found.path} has {what}, for {release.label}",
+            triton_message=triton,
+            fix=f"Re-export with opset_version={max_opset} or lower (torch.onnx.export), or "
+            "serve with a newer Triton release.",
+            path=path,
+            version=str(number),
+            evidence={"ir_version": facts.ir_version, "opset": opset,
+                      "max_ir_version": max_ir, "max_opset": max_opset},
+        )
+
+
+@rule("TD504", "backend-not-in-release", "error", "Backend the target image does not have")
+def backend_not_in_release(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the model's backend is one the target release's image ships
+    (`/opt/tritonserver/backends`), or its library `libtriton_<backend>.so` is inside the
+    model directory, where the server looks first. Backends installed into the image by hand
+    can be declared in settings: `backends = ["mybackend"]`.
+
+    Why it matters: the server refuses the model ("unable to find backend library for
+    backend 'onnx', try specifying runtime on the model configuration.").
+
+    Example: `backend: "onnx"` → `backend: "onnxruntime"`; the TensorFlow backend in 25.03
+    and later → serve from 25.02, or convert the model.
+
+    Fix: use a backend the image has, or install the backend into the image.
+    """
+    config = model.effective
+    backend = config.backend
+    if not backend or config.platform == "ensemble" or config.runtime or is_stray(model):
+        return  # a stray directory's "backend" is its name's suffix; TD101 says what it is
+    release = repository.release
+    if backend in release.backends or backend in model.options.extra_backends:
+        return
+    library = f"libtriton_{backend}.so"
+    if library in model.dir.tree or any(
+        path.endswith("/" + library) and path.count("/") == 1 for path in model.dir.tree
+    ):
+        return
+    optional = backend in OPTIONAL_BACKENDS
+    yield Hit(
+        message=f"backend '{backend}' is not in {release.label}"
+        + ("; it is an official backend shipped in its own image" if optional else ""),
+        triton_message="Invalid argument: unable to find backend library for backend "
+        f"'{backend}', try specifying runtime on the model configuration.",
+        fix="Use the image that ships it (e.g. tritonserver:<release>-vllm-python-py3), or "
+        "install it under /opt/tritonserver/backends/" + backend
+        if optional else f"Check the spelling (backends here: "
+        f"{', '.join(sorted(release.backends))}), or install the backend and declare it in "
+        "settings (backends = [...]).",
+        field="backend" if model.written("backend") else None,
+        severity=Severity.WARNING if optional else None,
+    )

@@ -1,0 +1,98 @@
+"""TD30x: the model file itself: is it the file its backend can load at all."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from triton_doctor.evidence import ModelFile
+from triton_doctor.findings import Hit
+from triton_doctor.registry import rule
+from triton_doctor.view import ModelView, RepositoryView
+
+#: What each backend prints when it cannot open the file, where the words are known.
+_LOAD_FAILURE = {
+    "onnxruntime": "onnx runtime error 7: Load model from {path} failed:Protobuf parsing failed.",
+    "pytorch": "failed to load model '{model}': PytorchStreamReader failed reading zip archive: "
+    "failed finding central directory",
+    "tensorrt": "unable to create TensorRT engine",
+}
+_FIXES = {
+    "lfs-pointer": "Fetch the real file: `git lfs pull` (or `git lfs install` before cloning), "
+    "and make sure the image build copies the fetched file.",
+    "empty": "Copy the real model file; a placeholder of 0 bytes cannot be loaded.",
+    "pickle": "Export TorchScript: `torch.jit.script(model).save('model.pt')` (or "
+    "`torch.jit.trace(model, example).save(...)`); torch.save() of a module is a pickle the "
+    "backend cannot load.",
+    "zip": "Export TorchScript: `torch.jit.script(model).save('model.pt')`; torch.save() writes "
+    "weights without the code TorchScript needs.",
+}
+
+
+def model_files(model: ModelView) -> Iterator[tuple[int, ModelFile]]:
+    """(version, file) for the default model file of every version the policy loads."""
+    for number in model.loaded_versions:
+        found = model.model_file(number)
+        if found is not None:
+            yield number, found
+
+
+@rule("TD301", "model-file-unusable", "error", "The model file is not a model its backend loads")
+def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the file each loaded version's backend opens is what that backend reads:
+    not empty, not a Git LFS pointer, a complete ONNX protobuf, a TorchScript archive (not a
+    `torch.save` pickle or weights zip), a TensorRT plan, OpenVINO IR XML. Only headers and
+    metadata are read, never weights, and nothing is unpickled or executed.
+
+    Why it matters: the backend fails to load the version, usually with a low-level message
+    (Protobuf parsing failed, PytorchStreamReader failed, unable to create TensorRT engine)
+    that does not say the file was never the model.
+
+    Example: `1/model.pt` written by `torch.save(model)` → save it with
+    `torch.jit.script(model).save("1/model.pt")`.
+
+    Fix: replace the file with the real, complete model in the format its backend loads.
+    """
+    backend = model.effective.backend
+    for number, found in model_files(model):
+        if found.problem is None:
+            continue
+        path = f"{model.dir.path}/{found.path}"
+        template = _LOAD_FAILURE.get(backend)
+        yield Hit(
+            message=f"{found.path} {found.problem}",
+            triton_message=template.format(path=path, model=model.name) if template else None,
+            fix=_FIXES.get(found.kind, "Replace it with the complete model file, exported "
+                           f"for the {backend} backend."),
+            path=path,
+            version=str(number),
+            evidence={"size_bytes": found.size_bytes, "detected": found.kind},
+        )
+
+
+@rule("TD302", "onnx-external-data-missing", "error", "ONNX external data file is missing")
+def onnx_external_data_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the external-data files an ONNX model names (initializers stored beside
+    the .onnx, as every model over 2 GB must be) are present next to it.
+
+    Why it matters: ONNX Runtime fails to create the session, and the version does not load.
+
+    Example: `1/model.onnx` naming `model.onnx.data` with only model.onnx copied → ship the
+    model as a directory `1/model.onnx/` holding `model.onnx` and `model.onnx.data`.
+
+    Fix: copy the data files with the model, keeping the relative names the model records.
+    """
+    for number, found in model_files(model):
+        if found.onnx is None or not found.onnx.missing_external_data:
+            continue
+        missing = found.onnx.missing_external_data
+        yield Hit(
+            message=f"{found.path} stores weights in {', '.join(missing)}, which "
+            f"{'is' if len(missing) == 1 else 'are'} not beside it",
+            fix="Copy the external data files next to the .onnx file (or ship `model.onnx/` as "
+            "a directory holding both).",
+            path=f"{model.dir.path}/{found.path}",
+            version=str(number),
+            evidence={"missing_files": missing},
+        )

@@ -1,0 +1,213 @@
+"""TD303-TD308: the configuration against the model file's own inputs and outputs.
+
+ONNX Runtime, OpenVINO and PyTorch compare the config with the model when an instance loads;
+these rules make the same comparisons offline, on the configuration after auto-complete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.findings import Hit
+from triton_doctor.registry import rule
+from triton_doctor.rules._common import dims_text
+from triton_doctor.rules._model_io import (
+    Problem,
+    onnx_problems,
+    openvino_problems,
+    torchscript_problems,
+)
+from triton_doctor.rules.model_files import model_files
+from triton_doctor.view import ModelView, RepositoryView
+
+_CHECKERS = {
+    "onnxruntime": onnx_problems,
+    "openvino": openvino_problems,
+    "pytorch": torchscript_problems,
+}
+
+
+def suggested_block(kind: str, tensors: list[TensorInfo], max_batch_size: int) -> str:
+    """The config block that matches the model's tensors, batch dimension taken off."""
+    lines = []
+    for tensor in tensors:
+        if tensor.dims is None or not tensor.data_type or tensor.data_type == "TYPE_INVALID":
+            lines.append(f'  {{ name: "{tensor.name}" }}')
+            continue
+        dims = tensor.dims[1:] if max_batch_size > 0 else tensor.dims
+        shown = ", ".join(str(d) for d in dims) if dims else "1"
+        lines.append(
+            f'  {{ name: "{tensor.name}" data_type: {tensor.data_type} dims: [ {shown} ] }}'
+        )
+    return f"{kind} [\n" + ",\n".join(lines) + "\n]"
+
+
+def _problems(model: ModelView) -> Iterator[tuple[int, ModelFile, Problem]]:
+    completion = model.backend_completion
+    if completion is not None and completion.error is not None:
+        return  # the backend refuses during auto-complete, before it compares anything
+    checker = _CHECKERS.get(model.effective.backend)
+    if checker is None:
+        return
+    for number, found in model_files(model):
+        readable = found.problem is None and found.inputs is not None and found.outputs is not None
+        if readable or (found.torchscript is not None and checker is torchscript_problems):
+            for problem in checker(model.effective, found):
+                yield number, found, problem
+
+
+def _hits(model: ModelView, kinds: tuple[str, ...]) -> Iterator[Hit]:
+    for number, found, problem in _problems(model):
+        if problem.kind not in kinds:
+            continue
+        fix = _fix(model, found, problem)
+        yield Hit(
+            message=f"{found.path}: {problem.message}",
+            triton_message=problem.triton_message,
+            fix=fix,
+            field=problem.field,
+            version=str(number),
+        )
+
+
+def _fix(model: ModelView, found: ModelFile, problem: Problem) -> str:
+    config = model.effective
+    if found.inputs is None or found.outputs is None:
+        names = ", ".join(a.name for a in (found.torchscript.forward_args or [])) if (
+            found.torchscript) else ""
+        return f"Declare one input per forward() argument ({names})." if names else (
+            "Make the config match the model.")
+    kind = "output" if problem.field and problem.field.startswith("output") else "input"
+    tensors = found.outputs if kind == "output" else found.inputs
+    block = suggested_block(kind, tensors, config.max_batch_size)
+    return f"Declare the model's {kind}s as it has them:\n{block}"
+
+
+@rule("TD303", "io-count-mismatch", "error", "Config and model have different numbers of inputs")
+def io_count_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the number of inputs the config declares (ONNX: non-optional inputs,
+    batch inputs, sequence controls and states; PyTorch: inputs and batch inputs) equals the
+    number the model takes (ONNX graph inputs without initializers, OpenVINO Parameters,
+    TorchScript forward() arguments).
+
+    Why it matters: the backend refuses the model at load ("configuration expects 1 inputs,
+    model provides 2").
+
+    Example: a config listing only `input_ids` for a model that also takes `attention_mask`
+    → declare both.
+
+    Fix: declare exactly the model's inputs (the fix shows them with their types and dims).
+    """
+    yield from _hits(model, ("count",))
+
+
+@rule("TD304", "io-name-unknown", "error", "Config names a tensor the model does not have")
+def io_name_unknown(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: every input and output name in the config is a tensor of the model file
+    (ONNX graph inputs and overridable initializers, ONNX outputs, OpenVINO tensor names).
+
+    Why it matters: the backend refuses the model ("unexpected inference input 'input__0',
+    allowed inputs are: images").
+
+    Example: `name: "input__0"` (a PyTorch-style name) for an ONNX model whose input is
+    `images` → `name: "images"`.
+
+    Fix: use the model's tensor names; the fix lists them with types and dims.
+    """
+    yield from _hits(model, ("name",))
+
+
+@rule("TD305", "io-dtype-mismatch", "error", "Config data_type differs from the model's")
+def io_dtype_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: each tensor's `data_type` equals the element type the ONNX model
+    declares for it.
+
+    Why it matters: ONNX Runtime refuses the model ("configuration expects datatype
+    TYPE_FP32 for input 'x', model provides TYPE_FP16").
+
+    Example: `data_type: TYPE_FP32` for a model exported in half precision →
+    `data_type: TYPE_FP16`.
+
+    Fix: use the model's type, or export the model with the type the clients send.
+    """
+    yield from _hits(model, ("dtype",))
+
+
+@rule("TD306", "io-shape-mismatch", "error", "Config dims do not fit the model's shape")
+def io_shape_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: each tensor's `dims` (or `reshape`), with the batch dimension in front
+    when max_batch_size > 0, fits the model's shape: same rank, and equal wherever the model
+    has a fixed size. Outputs must match exactly, -1 for -1 (ONNX Runtime and OpenVINO). A
+    batching model needs a dynamic first dimension on every tensor.
+
+    Why it matters: the backend refuses the model ("the model expects 2 dimensions (shape
+    [-1,16]) but the model configuration specifies 3 dimensions ...").
+
+    Example: `max_batch_size: 8` with `dims: [ 8, 3, 224, 224 ]` for a model of shape
+    `[-1,3,224,224]` → `dims: [ 3, 224, 224 ]`.
+
+    Fix: write dims without the batch dimension when max_batch_size > 0, use -1 where the
+    model's output is dynamic, and set max_batch_size: 0 for a model without a batch axis.
+    """
+    yield from _hits(model, ("dims",))
+
+
+@rule("TD307", "io-type-unsupported", "error", "Tensor type the backend cannot serve")
+def io_type_unsupported(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the backend can hold each tensor: ONNX inputs and outputs are tensors
+    (not sequences or maps, as sklearn converters emit), config types are ones the backend
+    supports (PyTorch: no UINT16/32/64 or BF16; OpenVINO: no FP64 or STRING), and TorchScript
+    forward() takes Tensors, Lists of them, or one Dict[str, Tensor].
+
+    Why it matters: the backend refuses the model ("Unsupported ONNX Type
+    'ONNX_TYPE_SEQUENCE' for I/O 'output_probability'").
+
+    Example: an sklearn classifier exported with ZipMap → export with
+    `options={"zipmap": False}` so the probabilities are a tensor.
+
+    Fix: change the export so every model input and output is a plain tensor of a supported
+    type.
+    """
+    yield from _hits(model, ("type",))
+
+
+@rule("TD308", "autofill-batching-refused", "error", "max_batch_size for a model that cannot batch")
+def autofill_batching_refused(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: with auto-complete on and the inputs or outputs left to it, a
+    `max_batch_size > 0` needs every ONNX input and output to have a dynamic first dimension.
+
+    Why it matters: ONNX Runtime's auto-complete refuses the model ("autofill failed for
+    model 'm': model does not support batching while non-zero max_batch_size is specified").
+
+    Example: `max_batch_size: 8` for a model of shape `[1,3,224,224]` → `max_batch_size: 0`,
+    or re-export with a dynamic batch axis.
+
+    Fix: set `max_batch_size: 0`, or export the model with a dynamic first dimension on every
+    input and output (`dynamic_axes={"x": {0: "batch"}}` in torch.onnx.export).
+    """
+    completion = model.backend_completion
+    if completion is None or completion.error is None or model.effective.backend == "python":
+        return
+    found = model.model_file()
+    fixed = [
+        f"{t.name} {dims_text(t.dims)}"
+        for t in ([*found.inputs, *found.outputs] if found and found.inputs and found.outputs
+                  else [])
+        if t.dims is not None and (not t.dims or t.dims[0] != -1)
+    ]
+    yield Hit(
+        message="max_batch_size is "
+        f"{model.core.max_batch_size} but the model has no batch axis on "
+        f"{', '.join(fixed[:4]) or 'some tensors'}",
+        triton_message=completion.error,
+        fix="Set max_batch_size: 0, or re-export the model with a dynamic first dimension on "
+        "every input and output.",
+        field=completion.field,
+    )
