@@ -25,11 +25,14 @@ NON_COMPLETING_BACKENDS = {"python", "onnxruntime", "pytorch", "tensorflow", "op
 def _completes_io(model: ModelView) -> bool:
     """Whether the backend's auto-complete may fill a declared tensor's missing type and dims:
     TensorRT does from the engine, DALI from its pipeline, Python only through model.py's
-    auto_complete_config; other custom backends are given the benefit of the doubt."""
+    auto_complete_config (when its code cannot be followed exactly); other custom backends are
+    given the benefit of the doubt."""
     backend = model.effective.backend
     if backend == "python":
+        # An auto_complete_config followed exactly is already applied to the effective config.
         source = model.python_source()
-        return source is not None and "auto_complete_config" in source.methods
+        facts = source.auto_complete if source else None
+        return facts is not None and not facts.exact
     return backend not in NON_COMPLETING_BACKENDS
 
 

@@ -1,7 +1,8 @@
 """Triton's own qa model-config suite (../shared/conformance), scored by its tool.
 
-A user's clone has no ../shared: then this skips. The groups the static core covers must pass
-in full; no case the server loads may get an error.
+A user's clone has no ../shared: then this skips. Every case whose model files are in the
+suite must pass (the skipped ones reference files the suite does not ship: TensorRT engines
+built by the qa scripts, and the like); no case the server loads may get an error.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import pytest
 from tests.helpers import ROOT
 
 TOOL = ROOT.parent / "shared" / "tools" / "conformance.py"
-MUST_PASS = ("noautofill_platform", "special_cases")
 
 
 @pytest.fixture(scope="module")
@@ -29,9 +29,8 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, st
     return {case["id"]: case for case in json.loads(out.read_text())}
 
 
-def test_static_core_groups_pass(verdicts: dict[str, dict[str, str]]) -> None:
-    failing = {cid: c["why"] for cid, c in verdicts.items()
-               if cid.split("/")[0] in MUST_PASS and c["verdict"] == "fail"}
+def test_every_case_with_its_files_passes(verdicts: dict[str, dict[str, str]]) -> None:
+    failing = {cid: c["why"] for cid, c in verdicts.items() if c["verdict"] == "fail"}
     assert not failing
 
 
@@ -45,4 +44,4 @@ def test_no_false_error_on_cases_the_server_loads(verdicts: dict[str, dict[str, 
 
 
 def test_suite_is_not_empty(verdicts: dict[str, dict[str, str]]) -> None:
-    assert sum(c["verdict"] == "pass" for c in verdicts.values()) >= 100
+    assert sum(c["verdict"] == "pass" for c in verdicts.values()) >= 160

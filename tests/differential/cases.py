@@ -1080,3 +1080,42 @@ answer, after ``Invalid argument: `` or ``Internal: ``).
   loading 8 copies one at a time, within the first three. The other warmup failures are
   found before any request is sent, and never crashed it (60 loads, 8 at a time).
 """
+
+
+# --- model.py's auto_complete_config (TD309), tensor names (TD310), auto-completed steps ---
+
+
+def auto_complete_py(body: str, execute: str = MODEL_PY) -> str:
+    """``execute``'s model.py with a static ``auto_complete_config(config)`` running ``body``.
+
+    ``body`` is written at the function's indentation (8 spaces are added to each line).
+    """
+    indented = "".join(f"        {line}\n" if line else "\n" for line in body.splitlines())
+    method = f"\n    @staticmethod\n    def auto_complete_config(config):\n{indented}"
+    return execute + method
+
+
+FILL_IO = """\
+config.add_input({"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4]})
+config.add_output({"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]})
+return config"""
+
+
+def auto_complete_model(
+    name: str, body: str, config_text: str | None, execute: str = MODEL_PY
+) -> dict[str, str]:
+    """A Python model whose ``1/model.py`` has ``auto_complete_config`` (``body``)."""
+    files = {f"{name}/1/model.py": auto_complete_py(body, execute)}
+    if config_text is not None:
+        files[f"{name}/config.pbtxt"] = config_text
+    return files
+
+
+def refused_by_auto_complete(
+    name: str, what: str, expect: str, body: str, **parts: str
+) -> Case:
+    """A Python model whose ``auto_complete_config`` (``body``) contradicts its config."""
+    return Case(name, auto_complete_model(name, body, config(name, **parts)), what, expect)
+
+
+NO_IO = {"inputs": "", "outputs": ""}

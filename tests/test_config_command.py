@@ -1,0 +1,75 @@
+"""``triton-doctor config MODEL_DIR``: the configuration the server would run, or its refusal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from google.protobuf import text_format
+from triton_doctor import model_config
+
+from tests.helpers import run_cli, write_model
+
+AUTO_COMPLETING = '''
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        for name in ["A", "B"]:
+            auto_complete_model_config.add_input({"name": name, "data_type": "TYPE_INT64",
+                                                  "dims": [-1]})
+        auto_complete_model_config.add_output({"name": "C", "data_type": "TYPE_FP32",
+                                               "dims": [1]})
+        auto_complete_model_config.set_max_batch_size(16)
+        auto_complete_model_config.set_dynamic_batching()
+        return auto_complete_model_config
+
+    def execute(self, requests):
+        return []
+'''
+
+
+def _parse(text: str):  # type: ignore[no-untyped-def]
+    config = model_config.new_config()
+    text_format.Parse(text, config)
+    return config
+
+
+def test_prints_what_model_py_fills_in_for_a_model_without_config(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "ranker", None, {"1/model.py": AUTO_COMPLETING})
+    proc = run_cli("config", str(model), "--gpus", "2")
+    assert proc.returncode == 0, proc.stderr
+    config = _parse(proc.stdout)
+    assert config.backend == "python" and config.max_batch_size == 16
+    assert [t.name for t in config.input] == ["A", "B"] and list(config.input[0].dims) == [-1]
+    assert list(config.dynamic_batching.preferred_batch_size) == [16]
+    group = config.instance_group[0]
+    assert (group.name, group.count, list(group.gpus)) == ("ranker", 1, [0, 1])
+
+
+def test_cpu_only_machine_gets_cpu_instances(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "ranker", None, {"1/model.py": AUTO_COMPLETING})
+    config = _parse(run_cli("config", str(model), "--gpus", "0").stdout)
+    assert config.instance_group[0].kind == config.instance_group[0].KIND_CPU
+
+
+def test_disabled_auto_complete_prints_the_config_as_written(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "ranker", 'backend: "python"\n',
+                        {"1/model.py": AUTO_COMPLETING})
+    proc = run_cli("config", str(model), "--disable-auto-complete-config")
+    config = _parse(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert not config.input and config.max_batch_size == 0
+
+
+def test_a_refused_model_exits_1_with_the_servers_words(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "ranker", 'backend: "python"\nmax_batch_size: 32\n',
+                        {"1/model.py": AUTO_COMPLETING})
+    proc = run_cli("config", str(model))
+    assert proc.returncode == 1
+    assert ("configuration specified max_batch_size 32, but in auto-complete-config function "
+            "for model 'ranker' specified max_batch_size 16") in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_not_a_directory_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("config", str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "not a model directory" in proc.stderr
