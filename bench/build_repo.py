@@ -12,13 +12,14 @@ Weights: ``big_bytes`` of initializers go into a few ONNX models, most of them e
 external data file. No single .onnx reaches protobuf's 2 GB limit. The bytes are streamed by
 ``fixtures/generate/onnx_models.build``, never held in memory.
 
-Run as a script it builds one repository: ``python bench/build_repo.py OUT [--models N]
-[--big-bytes B]``.
+Run as a script it builds one repository and prints its model count and size as JSON:
+``python bench/build_repo.py OUT [--models N] [--big-bytes B]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -32,8 +33,6 @@ import onnx_models  # noqa: E402  (fixture generators live outside any package)
 import plan_headers  # noqa: E402
 
 TORCHSCRIPT = ROOT / "fixtures" / "models" / "torchscript"
-#: Bump when the layout changes, so cached repositories are rebuilt.
-GENERATOR_VERSION = 1
 #: Largest embedded-weights .onnx written (protobuf refuses messages of 2 GiB and more).
 MAX_EMBEDDED_BYTES = 1_500_000_000
 #: Share of the weights kept inside .onnx files; the rest goes to one external-data model.
@@ -108,8 +107,8 @@ dynamic_batching {{
 instance_group [ {{ kind: KIND_GPU count: 1 gpus: [ 0 ] }} ]
 """
     hidden = (384, 768, 1024)[index % 3]
-    return kind, [("input_ids", "INT64", ["N", "seq"]), ("attention_mask", "INT64", ["N", "seq"])], \
-        [("last_hidden_state", "FLOAT", ["N", "seq", hidden])], f"""\
+    tokens = [("input_ids", "INT64", ["N", "seq"]), ("attention_mask", "INT64", ["N", "seq"])]
+    return kind, tokens, [("last_hidden_state", "FLOAT", ["N", "seq", hidden])], f"""\
 max_batch_size: {batch}
 input [
   {{ name: "input_ids" data_type: TYPE_INT64 dims: [ -1 ] }},
@@ -122,14 +121,14 @@ version_policy: {{ latest: {{ num_versions: 1 }} }}
 
 
 def build_onnx(repo: Path, name: str, index: int) -> None:
-    kind, inputs, outputs, body = onnx_variant(index)
+    _, inputs, outputs, body = onnx_variant(index)
     versions = (1, 2) if index % 5 == 0 else (1,)
     for version in versions:
         (repo / name / str(version)).mkdir(parents=True)
         onnx_models.build(str(repo / name / str(version) / "model.onnx"), inputs, outputs)
     platform = 'platform: "onnxruntime_onnx"' if index % 2 else 'backend: "onnxruntime"'
     if index % MISTAKE_EVERY == 1:  # a PyTorch-style input name on an ONNX model (TD304)
-        body = body.replace('name: "features"', 'name: "INPUT__0"', 1)
+        body = body.replace(f'name: "{inputs[0][0]}"', 'name: "INPUT__0"', 1)
     write(repo / name / "config.pbtxt", f'name: "{name}"\n{platform}\n{body}')
 
 
@@ -175,19 +174,20 @@ def build_torch(repo: Path, name: str, index: int) -> None:
     """Copies of the committed TorchScript fixtures, inputs named after forward()'s arguments."""
     (repo / name / "1").mkdir(parents=True)
     batch = (8, 16, 32)[index % 3]
-    if index % 2:
-        shutil.copyfile(TORCHSCRIPT / "script_net.pt", repo / name / "1" / "model.pt")
-        inputs = [("input_ids", "TYPE_FP32", "4"), ("attention_mask", "TYPE_FP32", "4")]
-        outputs = [("OUTPUT__0", "TYPE_FP32", "2"), ("OUTPUT__1", "TYPE_FP32", "4")]
-    else:
-        shutil.copyfile(TORCHSCRIPT / "traced_two_inputs.pt", repo / name / "1" / "model.pt")
-        inputs = [("INPUT__0", "TYPE_FP32", "-1"), ("INPUT__1", "TYPE_FP32", "-1")]
-        outputs = [("OUTPUT__0", "TYPE_FP32", "-1")]
+    # Three ways users name the inputs; all bind correctly (by argument name, by __index, or
+    # by dict key). script_net.pt is not used: its float argument is unservable (TD307).
+    variant = index % 3
+    source = "dict_input.pt" if variant == 2 else "traced_two_inputs.pt"
+    shutil.copyfile(TORCHSCRIPT / source, repo / name / "1" / "model.pt")
+    names = (("INPUT__0", "INPUT__1"), ("a", "b"), ("x", "y"))[variant]
     if index % MISTAKE_EVERY == 2:  # inputs bound by config order (TD311)
-        inputs = [("mask", "TYPE_FP32", "4"), ("ids", "TYPE_FP32", "4")]
+        names = ("mask", "ids")
+    inputs = [(n, "TYPE_FP32", "-1") for n in names]
+    outputs = [("OUTPUT__0", "TYPE_FP32", "-1")]
     io = "\n".join(
-        f'{kind} [ {{ name: "{n}" data_type: {t} dims: [ {d} ] }} ]'
-        for kind, tensors in (("input", inputs), ("output", outputs)) for n, t, d in tensors)
+        f"{kind} [\n" + ",\n".join(f'  {{ name: "{n}" data_type: {t} dims: [ {d} ] }}'
+                                   for n, t, d in tensors) + "\n]"
+        for kind, tensors in (("input", inputs), ("output", outputs)))
     write(repo / name / "config.pbtxt", f"""\
 platform: "pytorch_libtorch"
 max_batch_size: {batch}
@@ -212,7 +212,7 @@ max_batch_size: {batch}
 input [ {{ name: "images" data_type: TYPE_FP16 dims: [ 3, 640, 640 ] }} ]
 output [ {{ name: "detections" data_type: TYPE_FP16 dims: [ 100, 6 ] }} ]
 dynamic_batching {{ preferred_batch_size: [ {batch} ] max_queue_delay_microseconds: 100 }}
-instance_group [ {{ kind: {"KIND_CPU" if mistake else "KIND_GPU"} count: 1 gpus: [ 0 ] }} ]
+instance_group [ {{ {"kind: KIND_CPU" if mistake else "kind: KIND_GPU gpus: [ 0 ]"} }} ]
 """)
 
 
@@ -298,7 +298,10 @@ MISTAKES = (
 
 
 def build(repo: Path, models: int, big_bytes: int = 0) -> None:
-    """Write a repository of ``models`` models into ``repo`` (which must not exist)."""
+    """Write a repository of ``models`` models into ``repo`` (which must not exist).
+
+    The big models take the place of ONNX models of the mix; ``models=0`` writes only them.
+    """
     repo.mkdir(parents=True)
     counts = shares(models)
     parts = big_parts(big_bytes)
@@ -322,7 +325,7 @@ def build(repo: Path, models: int, big_bytes: int = 0) -> None:
         build_python(repo, name, index)
         if index % MISTAKE_EVERY != 4:
             pythons.append(name)
-    for index in range(counts["ensemble"]):
+    for index in range(counts["ensemble"] if pythons and scorers else 0):
         build_ensemble(repo, f"pipeline_{index:04d}", pythons[index % len(pythons)],
                        scorers[index % len(scorers)])
 
@@ -340,7 +343,7 @@ def main() -> int:
     parser.add_argument("--big-bytes", type=float, default=0)
     args = parser.parse_args()
     build(args.out, args.models, int(args.big_bytes))
-    print(args.out, disk_bytes(args.out))
+    print(json.dumps({"models": len(os.listdir(args.out)), "disk_bytes": disk_bytes(args.out)}))
     return 0
 
 

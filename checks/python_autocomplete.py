@@ -112,6 +112,17 @@ class _Follower:
         for child in ast.walk(node):
             if isinstance(child, ast.Call):
                 self.call(child, env, conditional)
+                self.forget_mutated(child, env)
+
+    def forget_mutated(self, node: ast.Call, env: dict[str, Any]) -> None:
+        """A method called on a tracked value (``specs.append(...)``) may change it."""
+        if not isinstance(node.func, ast.Attribute):
+            return
+        root = node.func.value
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id != self.config_name and root.id in env:
+            env[root.id] = _UNKNOWN
 
     def call(self, node: ast.Call, env: dict[str, Any], conditional: bool) -> None:
         function = node.func
@@ -153,6 +164,8 @@ class _Follower:
             if None in built or any(item is _UNKNOWN for item in built.values()):
                 return _UNKNOWN
             return built
+        if isinstance(node, ast.Subscript):
+            return _item(self.value(node.value, env), self.value(node.slice, env))
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             operand = self.value(node.operand, env)
             return -operand if isinstance(operand, int) else _UNKNOWN
@@ -169,3 +182,14 @@ class _Follower:
                 return _UNKNOWN
             built[key] = item
         return built
+
+
+def _item(container: Any, key: Any) -> Any:
+    """``container[key]`` for a literal list or dict and a constant key, else unknown."""
+    if isinstance(key, bool):
+        return _UNKNOWN
+    if isinstance(container, list) and isinstance(key, int):
+        return container[key] if -len(container) <= key < len(container) else _UNKNOWN
+    if isinstance(container, dict) and isinstance(key, (str, int)):
+        return container.get(key, _UNKNOWN)
+    return _UNKNOWN

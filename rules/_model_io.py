@@ -7,7 +7,6 @@ every disagreement, not only the first the server would stop at, each with the b
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +24,6 @@ TORCH_TYPES = frozenset({
     "TYPE_BOOL", "TYPE_UINT8", "TYPE_INT8", "TYPE_INT16", "TYPE_INT32", "TYPE_INT64",
     "TYPE_FP16", "TYPE_FP32", "TYPE_FP64",
 })
-_NAMED_INDEX = re.compile(r"^.*__(\d*)$")
 
 
 @dataclass
@@ -250,8 +248,11 @@ def torch_input_binding(config: Any, arg_names: list[str]) -> str:
     names = [t.name for t in config.input]
     if all(name in arg_names for name in names):
         return "names"
-    for name in names:
-        match = _NAMED_INDEX.match(name)
-        if "__" not in name or match is None:
-            return "order"
-    return "index"
+    return "index" if all(follows_named_index(name) for name in names) else "order"
+
+
+def follows_named_index(name: str) -> bool:
+    """The backend's test for ``<name>__<index>``: everything after the *first* ``__`` is
+    ASCII digits (``a__b__0`` does not follow it; an empty index does)."""
+    _, delimiter, index = name.partition("__")
+    return bool(delimiter) and all("0" <= char <= "9" for char in index)

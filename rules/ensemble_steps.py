@@ -20,8 +20,19 @@ def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
 
 
 def declares_io(model: ModelView) -> bool:
-    """Whether the step model's config lists its tensors (else auto-complete may add them)."""
-    return model.state == "parsed" and bool(model.effective.input) and bool(model.effective.output)
+    """Whether the step model's tensors are known: its config lists them, or (without a
+    config.pbtxt) the backend's auto-complete was followed exactly from the model file or
+    model.py."""
+    config = model.effective
+    if not (config.input and config.output):
+        return False
+    if model.state == "parsed":
+        return True
+    if model.state != "absent":
+        return False
+    source = model.python_source()
+    facts = source.auto_complete if source else None
+    return config.backend != "python" or (facts is not None and facts.exact)
 
 
 @rule(

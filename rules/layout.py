@@ -318,8 +318,8 @@ def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit
     Example: `my_model/1/model.onnx` alone → add `my_model/config.pbtxt` with
     `backend: "onnxruntime"` and the batch size you want.
 
-    Fix: write config.pbtxt (`/v2/models/<m>/config` of a running server shows what it
-    filled in).
+    Fix: write config.pbtxt; `triton-doctor config <model dir>` prints the configuration the
+    server would build (`/v2/models/<m>/config` of a running server shows the same).
     """
     if model.dir.config.present or model.dir.unreadable or is_stray(model):
         return
@@ -335,7 +335,8 @@ def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit
         "or directory"
         if strict
         else None,
-        fix=f"Write {model.config_path}.",
+        fix=f"Write {model.config_path}: `triton-doctor config {model.dir.path}` prints the "
+        "configuration the server would build, as a starting point.",
         severity=Severity.ERROR if strict else None,
         path=model.dir.path,
     )

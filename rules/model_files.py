@@ -16,6 +16,11 @@ _LOAD_FAILURE = {
     "failed finding central directory",
     "tensorrt": "unable to create TensorRT engine",
 }
+#: The words where a kind of file fails before the backend's usual load step.
+_LOAD_FAILURE_BY_KIND = {
+    ("onnxruntime", "directory"): "unable to find '{path}/model.onnx' for model instance "
+    "'{model}'",
+}
 _FIXES = {
     "lfs-pointer": "Fetch the real file: `git lfs pull` (or `git lfs install` before cloning), "
     "and make sure the image build copies the fetched file.",
@@ -40,9 +45,10 @@ def model_files(model: ModelView) -> Iterator[tuple[int, ModelFile]]:
 def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the file each loaded version's backend opens is what that backend reads:
-    not empty, not a Git LFS pointer, a complete ONNX protobuf, a TorchScript archive (not a
-    `torch.save` pickle or weights zip), a TensorRT plan, OpenVINO IR XML. Only headers and
-    metadata are read, never weights, and nothing is unpickled or executed.
+    not empty, not a Git LFS pointer, a complete ONNX protobuf (or a directory holding
+    model.onnx), a TorchScript archive (not a `torch.save` pickle or weights zip), a TensorRT
+    plan, OpenVINO IR XML, a model.py that parses as Python. Only headers and metadata are
+    read, never weights, and nothing is unpickled or executed.
 
     Why it matters: the backend fails to load the version, usually with a low-level message
     (Protobuf parsing failed, PytorchStreamReader failed, unable to create TensorRT engine)
@@ -58,7 +64,7 @@ def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterato
         if found.problem is None:
             continue
         path = f"{model.dir.path}/{found.path}"
-        template = _LOAD_FAILURE.get(backend)
+        template = _LOAD_FAILURE_BY_KIND.get((backend, found.kind), _LOAD_FAILURE.get(backend))
         yield Hit(
             message=f"{found.path} {found.problem}",
             triton_message=template.format(path=path, model=model.name) if template else None,
@@ -67,6 +73,16 @@ def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterato
             path=path,
             version=str(number),
             evidence={"size_bytes": found.size_bytes, "detected": found.kind},
+        )
+    source = model.python_source()
+    if source is not None and source.syntax_error:
+        number = model.loaded_versions[0]
+        yield Hit(
+            message=f"{number}/{source.name} cannot be imported: {source.syntax_error}",
+            fix=f"Make `python -m py_compile {source.name}` pass, with the Python of the "
+            "serving image.",
+            path=f"{model.dir.path}/{number}/{source.name}",
+            version=str(number),
         )
 
 

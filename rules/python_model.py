@@ -6,9 +6,20 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._model_io import torch_input_binding
+from triton_doctor.rules._model_io import follows_named_index, torch_input_binding
 from triton_doctor.rules.model_files import model_files
 from triton_doctor.view import ModelView, RepositoryView
+
+#: What a refusal of the Python backend is about, by the config field it concerns.
+_WHAT = {
+    "max_batch_size": "sets a max_batch_size below config.pbtxt's",
+    "input": "declares an input differently from config.pbtxt, or incompletely",
+    "output": "declares an output differently from config.pbtxt, or incompletely",
+    "sequence_batching": "asks for dynamic batching while config.pbtxt has sequence batching",
+    "ensemble_scheduling": "asks for dynamic batching on an ensemble",
+    "model_transaction_policy": "sets a transaction policy config.pbtxt contradicts",
+    "auto_complete_config": "returns nothing: the backend needs the config object back",
+}
 
 
 @rule(
@@ -41,8 +52,8 @@ def python_auto_complete_refused(model: ModelView, repository: RepositoryView) -
     line = source.auto_complete.line if source and source.auto_complete else None
     version = str(model.loaded_versions[0]) if model.loaded_versions else None
     yield Hit(
-        message=f"model.py's auto_complete_config (line {line}) and config.pbtxt disagree: "
-        f"{completion.error}",
+        message=f"{source.name if source else 'model.py'}: auto_complete_config (line {line}) "
+        + _WHAT.get(completion.field or "", "is refused by the Python backend"),
         triton_message=completion.error,
         fix="Make config.pbtxt and auto_complete_config agree, or declare the property only in "
         "one of them.",
@@ -61,9 +72,10 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
     (in models that make no BLS requests) the names it gives `pb_utils.Tensor("...", ...)`
     are outputs.
 
-    Why it matters: the model loads, then every request fails: an unknown input comes back as
-    None (`'NoneType' object has no attribute 'as_numpy'`), an unknown output name fails the
-    response.
+    Why it matters: the model loads, then requests go wrong: an unknown input comes back as
+    None, so every request fails (`'NoneType' object has no attribute 'as_numpy'`); a tensor
+    returned under an unknown output name is dropped, so the answer succeeds without the
+    output the client asked for (Triton 2.51 says nothing).
 
     Example: config input `INPUT0`, model.py reads `"input0"` → use `"INPUT0"`.
 
@@ -137,7 +149,7 @@ def _fallback_warning(declared: list[str], model: str) -> str | None:
     for name in declared:
         if "__" not in name:
             return None
-        if not name.rsplit("__", 1)[1].isdigit():
+        if not follows_named_index(name):
             return (
                 f"input '{name}' or previous input(s) are neither an input argument to the "
                 f"model '{model}' nor do they follow the <name>__<index> naming convention. "

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "fixtures" / "demo-repository"
@@ -48,3 +51,16 @@ input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 dynamic_batching { max_queue_delay_microseconds: 100 }
 """
+
+
+def run_cli_without_dac_override(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as root without the capabilities that read through permission bits, so that
+    unreadable files are unreadable to it too."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv is needed to drop root's permission override")
+    return subprocess.run(
+        [setpriv, "--bounding-set", "-dac_override,-dac_read_search",
+         sys.executable, "-m", "triton_doctor", *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )

@@ -308,21 +308,23 @@ class TritonServer:
         The timeout matters: a Python model whose model file is missing never finishes
         loading, and the request would block forever.
         """
-        url = f"{self.http_url}/v2/repository/models/{model}/load"
-        request = urllib.request.Request(url, data=b"", method="POST")
         started = time.monotonic()
-        status, body = 0, ""
-        try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                status, body = response.status, response.read().decode("utf-8", "replace")
-        except urllib.error.HTTPError as err:
-            status, body = err.code, err.read().decode("utf-8", "replace")
-        except (OSError, http.client.HTTPException) as err:
-            body = f"{type(err).__name__}: {err}"
+        status, body = self.post(f"/v2/repository/models/{model}/load", b"", timeout)
         error: str | None = body or None
         with contextlib.suppress(ValueError, AttributeError):
             error = json.loads(body).get("error", error)
         return LoadResult(model, status, error, time.monotonic() - started)
+
+    def post(self, path: str, data: bytes, timeout: float = 30.0) -> tuple[int, str]:
+        """(HTTP status, body) of a POST; status 0 with the client's error when it failed."""
+        request = urllib.request.Request(self.http_url + path, data=data, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return response.status, response.read().decode("utf-8", "replace")
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode("utf-8", "replace")
+        except (OSError, http.client.HTTPException) as err:
+            return 0, f"{type(err).__name__}: {err}"
 
     def get_json(self, path: str, timeout: float = 10.0) -> object:
         """GET (or POST for ``/v2/repository/index``) a JSON endpoint; raises on HTTP errors."""

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import GOOD_CONFIG, check_json, run_cli, write_model
+from tests.helpers import (
+    GOOD_CONFIG,
+    check_json,
+    run_cli,
+    run_cli_without_dac_override,
+    write_model,
+)
 
 
 def _snapshot(root: Path) -> dict[str, str]:
@@ -108,20 +112,9 @@ def test_config_that_is_a_directory(tmp_path: Path) -> None:
     _assert_clean_failure(proc, 1, "is a directory")
 
 
-def _without_dac_override(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as root without the capabilities that read through permission bits."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("setpriv is needed to drop root's permission override")
-    return subprocess.run(
-        [setpriv, "--bounding-set", "-dac_override,-dac_read_search",
-         sys.executable, "-m", "triton_doctor", *args],
-        capture_output=True, text=True, timeout=60, check=False,
-    )
-
 
 def _run_unprivileged(*args: str) -> subprocess.CompletedProcess[str]:
-    return _without_dac_override(*args) if os.geteuid() == 0 else run_cli(*args)
+    return run_cli_without_dac_override(*args) if os.geteuid() == 0 else run_cli(*args)
 
 
 def test_unreadable_model_directory(tmp_path: Path) -> None:

@@ -44,7 +44,8 @@ return cfg
 
 def test_loops_over_literal_lists_are_unrolled_and_dict_calls_read() -> None:
     facts = _facts("""
-inputs = [dict(name="A", data_type="TYPE_INT32", dims=[1]), {"name": "B", "data_type": "TYPE_INT32", "dims": [-1]}]
+inputs = [dict(name="A", data_type="TYPE_INT32", dims=[1]),
+          {"name": "B", "data_type": "TYPE_INT32", "dims": [-1]}]
 for spec in inputs:
     cfg.add_input(spec)
 return cfg

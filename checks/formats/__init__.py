@@ -25,13 +25,16 @@ def read_model_file(model_path: str, relative: str, backend: str) -> ModelFile:
     """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it."""
     path = os.path.join(model_path, relative)
     if os.path.isdir(path):
-        inner = os.path.join(path, os.path.basename(relative))
-        if backend == "onnxruntime" and os.path.isfile(inner):
-            # The ONNX Runtime backend loads <dir>/model.onnx when model.onnx is a directory
-            # (how models with external data are usually shipped).
-            found = onnx.read_onnx(inner)
-        else:
-            found = ModelFile(path=relative, kind="directory")
+        if backend != "onnxruntime":
+            return ModelFile(path=relative, kind="directory")
+        # The ONNX Runtime backend loads <dir>/model.onnx, whatever the directory is called
+        # (how models with external data are usually shipped).
+        inner = os.path.join(path, "model.onnx")
+        if not os.path.isfile(inner):
+            return ModelFile(path=relative, kind="directory",
+                             problem="is a directory without a model.onnx file in it (ONNX "
+                             "Runtime loads <directory>/model.onnx)")
+        found = onnx.read_onnx(inner)
         found.path = relative
         return found
     try:

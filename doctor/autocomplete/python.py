@@ -149,7 +149,10 @@ def _check_properties(kind: str, tensor: dict[str, Any], allowed: tuple[str, ...
                       model: str) -> None:
     where = f"in auto-complete-config function for model '{model}'"
     extra = [key for key in tensor if key not in allowed]
-    if extra and "name" in tensor:
+    if extra and "name" not in tensor:
+        # The backend names the tensor in its message before it checks for a name.
+        raise _Refused("KeyError: 'name'", kind)
+    if extra:
         listed = "'name', 'data_type', 'dims' and 'optional'" if kind == "input" else (
             "'name', 'data_type' and 'dims'"
         )

@@ -1111,11 +1111,360 @@ def auto_complete_model(
     return files
 
 
-def refused_by_auto_complete(
-    name: str, what: str, expect: str, body: str, **parts: str
-) -> Case:
+def refused_by_auto_complete(name: str, what: str, expect: str, body: str, **parts: str) -> Case:
     """A Python model whose ``auto_complete_config`` (``body``) contradicts its config."""
     return Case(name, auto_complete_model(name, body, config(name, **parts)), what, expect)
 
 
 NO_IO = {"inputs": "", "outputs": ""}
+
+AUTO_COMPLETE_REFUSED: list[Case] = [
+    refused_by_auto_complete(
+        "ac_mbs_lower",
+        "auto_complete_config sets max_batch_size 4 below config.pbtxt's 8",
+        "configuration specified max_batch_size 8, but in auto-complete-config "
+        "function for model 'ac_mbs_lower' specified max_batch_size 4",
+        "config.set_max_batch_size(4)\nreturn config",
+    ),
+    refused_by_auto_complete(
+        "ac_dynamic_with_sequence",
+        "auto_complete_config sets dynamic batching on a sequence-batched model",
+        "Configuration specified scheduling_choice as 'sequence_batching', but "
+        "auto-complete-config function for model 'ac_dynamic_with_sequence' tries to "
+        "set scheduling_choice as 'dynamic_batching'",
+        "config.set_dynamic_batching()\nreturn config",
+        extra="sequence_batching { }",
+    ),
+    refused_by_auto_complete(
+        "ac_input_dtype",
+        "auto_complete_config adds INPUT0 as TYPE_INT32, config.pbtxt has TYPE_FP32",
+        "unable to load model 'ac_input_dtype', configuration expects datatype "
+        "TYPE_FP32 for input 'INPUT0', model provides TYPE_INT32",
+        'config.add_input({"name": "INPUT0", "data_type": "TYPE_INT32", "dims": [4]})\n'
+        "return config",
+    ),
+    refused_by_auto_complete(
+        "ac_output_dims",
+        "auto_complete_config adds OUTPUT0 with dims [16], config.pbtxt has [ 4 ]",
+        "model 'ac_output_dims', tensor 'OUTPUT0': the model expects dims [16] but "
+        "the model configuration specifies dims [4]",
+        'config.add_output({"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [16]})\n'
+        "return config",
+    ),
+    refused_by_auto_complete(
+        "ac_input_optional",
+        "auto_complete_config adds INPUT0 optional, config.pbtxt's INPUT0 is not",
+        "model 'ac_input_optional', tensor 'INPUT0': the model expects optional True "
+        "but the model configuration specifies optional False",
+        'config.add_input({"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4], '
+        '"optional": True})\nreturn config',
+    ),
+    refused_by_auto_complete(
+        "ac_input_no_name",
+        "auto_complete_config adds an input without a name",
+        "input in auto-complete-config function for model 'ac_input_no_name' is "
+        "missing 'name' property.",
+        'config.add_input({"data_type": "TYPE_FP32", "dims": [4]})\nreturn config',
+    ),
+    refused_by_auto_complete(
+        "ac_input_no_dtype",
+        "auto_complete_config adds an input without data_type",
+        "input 'INPUT1' in auto-complete-config function for model "
+        "'ac_input_no_dtype' is missing 'data_type' property.",
+        'config.add_input({"name": "INPUT1", "dims": [4]})\nreturn config',
+    ),
+    refused_by_auto_complete(
+        "ac_output_no_dims",
+        "auto_complete_config adds an output without dims",
+        "output 'OUTPUT1' in auto-complete-config function for model "
+        "'ac_output_no_dims' is missing 'dims' property.",
+        'config.add_output(dict(name="OUTPUT1", data_type="TYPE_FP32"))\nreturn config',
+    ),
+    refused_by_auto_complete(
+        "ac_input_bad_property",
+        "auto_complete_config adds an input with a 'format' property",
+        "input 'INPUT0' in auto-complete-config function for model "
+        "'ac_input_bad_property' contains property other than 'name', 'data_type', "
+        "'dims' and 'optional'.",
+        'config.add_input({"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [4], '
+        '"format": "FORMAT_NONE"})\nreturn config',
+    ),
+    refused_by_auto_complete(
+        "ac_output_optional",
+        "auto_complete_config adds an output with 'optional' (inputs only)",
+        "output 'OUTPUT0' in auto-complete-config function for model "
+        "'ac_output_optional' contains property other than 'name', 'data_type' and "
+        "'dims'.",
+        'config.add_output({"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4], '
+        '"optional": False})\nreturn config',
+    ),
+    refused_by_auto_complete(
+        "ac_policy_bad_key",
+        "set_model_transaction_policy with a key other than 'decoupled'",
+        "model transaction property in auto-complete-config function for model "
+        "'ac_policy_bad_key' contains property other than 'decoupled'.",
+        "config.set_model_transaction_policy(dict(decoupled=False, sequence=True))\nreturn config",
+    ),
+    refused_by_auto_complete(
+        "ac_decoupled_mismatch",
+        "auto_complete_config sets decoupled False, config.pbtxt says decoupled: true",
+        "trying to change decoupled property in auto-complete-config for model "
+        "'ac_decoupled_mismatch', which is already set to 'True'.",
+        'config.set_model_transaction_policy({"decoupled": False})\nreturn config',
+        extra="model_transaction_policy { decoupled: true }",
+    ),
+    refused_by_auto_complete(
+        "ac_decoupled_empty_policy",
+        "auto_complete_config sets decoupled True, config.pbtxt has an empty "
+        "model_transaction_policy",
+        "trying to change decoupled property in auto-complete-config for model "
+        "'ac_decoupled_empty_policy', which is already set to 'False'.",
+        'config.set_model_transaction_policy({"decoupled": True})\nreturn config',
+        extra="model_transaction_policy { }",
+    ),
+    refused_by_auto_complete(
+        "ac_no_return",
+        "auto_complete_config does not return the config",
+        "auto_complete_config function in model 'ac_no_return' must return a valid "
+        "pb.ModelConfig object.",
+        FILL_IO.replace("\nreturn config", ""),
+        **NO_IO,
+    ),
+    refused_by_auto_complete(
+        "ac_extra_no_name",
+        "auto_complete_config adds an input without a name and with an unknown property ('shape')",
+        "Internal: KeyError: 'name'",
+        'config.add_input({"data_type": "TYPE_FP32", "dims": [4], "shape": [4]})\nreturn config',
+    ),
+]
+
+LOOPED = """\
+inputs = [dict(name="INPUT0", data_type="TYPE_FP32", dims=[4])]
+outputs = [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]}]
+for tensor in inputs:
+    config.add_input(tensor)
+for tensor in outputs:
+    config.add_output(tensor)
+config.set_max_batch_size(8)
+config.set_dynamic_batching()
+return config"""
+
+BRANCHED = """\
+declared = config.as_dict()
+names = [tensor["name"] for tensor in declared["input"]]
+inputs = [{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": [-1]}]
+outputs = [{"name": "OUTPUT0", "data_type": "TYPE_FP32", "dims": [4]}]
+for tensor in inputs:
+    if tensor["name"] not in names:
+        config.add_input(tensor)
+if not declared["output"]:
+    config.add_output(outputs[0])
+if declared["max_batch_size"] == 0:
+    config.set_max_batch_size(2)
+names.append("unused")
+return config"""
+"""The Python backend's README pattern: add only what the config lacks. Its INPUT0 dims
+([-1]) differ from config.pbtxt's ([ 4 ]), but that add_input is never reached."""
+
+AUTO_COMPLETE_GOOD: list[Case] = [
+    Case(
+        "ac_good_fill_io",
+        auto_complete_model(
+            "ac_good_fill_io",
+            FILL_IO.replace("return", "config.set_dynamic_batching()\nreturn"),
+            config("ac_good_fill_io", **NO_IO),
+        ),
+    ),
+    Case("ac_good_no_config", auto_complete_model("ac_good_no_config", LOOPED, None)),
+    Case(
+        "ac_good_same_io",
+        auto_complete_model(
+            "ac_good_same_io",
+            FILL_IO.replace("return", "config.set_max_batch_size(8)\nreturn"),
+            config("ac_good_same_io", max_batch_size="4"),
+        ),
+    ),
+    Case(
+        "ac_good_branches",
+        auto_complete_model("ac_good_branches", BRANCHED, config("ac_good_branches", outputs="")),
+    ),
+    Case(
+        "ac_good_decoupled_fill",
+        auto_complete_model(
+            "ac_good_decoupled_fill",
+            "config.set_model_transaction_policy(dict(decoupled=False))\nreturn config",
+            config("ac_good_decoupled_fill"),
+        ),
+    ),
+    Case(
+        "good_ensemble_auto",
+        {
+            "good_ensemble_auto/config.pbtxt": ensemble_config(
+                "good_ensemble_auto", "good_ensemble_auto_step", "good_ensemble_auto_step"
+            ),
+            "good_ensemble_auto/1/": "",
+            **auto_complete_model(
+                "good_ensemble_auto_step", FILL_IO, config("good_ensemble_auto_step", **NO_IO)
+            ),
+        },
+        extra_models=("good_ensemble_auto_step",),
+    ),
+    Case(
+        "good_ensemble_auto_nocfg",
+        {
+            "good_ensemble_auto_nocfg/config.pbtxt": ensemble_config(
+                "good_ensemble_auto_nocfg", "good_ensemble_auto_nocfg_step", "good_plain"
+            ),
+            "good_ensemble_auto_nocfg/1/": "",
+            **auto_complete_model(
+                "good_ensemble_auto_nocfg_step",
+                FILL_IO.replace("return", "config.set_max_batch_size(8)\nreturn"),
+                None,
+            ),
+        },
+        extra_models=("good_ensemble_auto_nocfg_step",),
+    ),
+]
+
+INT32_IO = FILL_IO.replace("TYPE_FP32", "TYPE_INT32", 1)
+
+AUTO_COMPLETED_ENSEMBLES: list[Case] = [
+    Case(
+        "ensemble_auto_dtype",
+        {
+            "ensemble_auto_dtype/config.pbtxt": ensemble_config(
+                "ensemble_auto_dtype", "ensemble_auto_dtype_step", "good_plain"
+            ),
+            "ensemble_auto_dtype/1/": "",
+            **auto_complete_model(
+                "ensemble_auto_dtype_step", INT32_IO, config("ensemble_auto_dtype_step", **NO_IO)
+            ),
+        },
+        "the step's auto_complete_config declares INPUT0 TYPE_INT32; the ensemble feeds FP32",
+        "in ensemble ensemble_auto_dtype, ensemble tensor IN: inconsistent data type: "
+        "TYPE_FP32 is inferred from model ensemble_auto_dtype while TYPE_INT32 is "
+        "inferred from model ensemble_auto_dtype_step",
+    ),
+    Case(
+        "ensemble_auto_nocfg_dtype",
+        {
+            "ensemble_auto_nocfg_dtype/config.pbtxt": ensemble_config(
+                "ensemble_auto_nocfg_dtype", "ensemble_auto_nocfg_dtype_step", "good_plain"
+            ),
+            "ensemble_auto_nocfg_dtype/1/": "",
+            **auto_complete_model(
+                "ensemble_auto_nocfg_dtype_step",
+                INT32_IO.replace("return", "config.set_max_batch_size(8)\nreturn"),
+                None,
+            ),
+        },
+        "a step without config.pbtxt whose auto_complete_config declares INPUT0 TYPE_INT32",
+        "in ensemble ensemble_auto_nocfg_dtype, ensemble tensor IN: inconsistent data "
+        "type: TYPE_FP32 is inferred from model ensemble_auto_nocfg_dtype while "
+        "TYPE_INT32 is inferred from model ensemble_auto_nocfg_dtype_step",
+    ),
+]
+
+UNKNOWN_INPUT_PY = MODEL_PY.replace('(request, "INPUT0")', '(request, "input0")')
+UNKNOWN_OUTPUT_PY = MODEL_PY.replace('Tensor("OUTPUT0"', 'Tensor("OUTPUT1"')
+
+
+@dataclass(frozen=True)
+class InferenceProbe:
+    """A model the server loads READY, then one inference request: INPUT0, FP32 [ 1, 4 ]."""
+
+    case: Case
+    error: str = ""
+    """Fragment of the request's error; empty when the request must succeed."""
+    outputs: tuple[str, ...] = ("OUTPUT0",)
+    """The outputs a successful answer carries."""
+    warns: bool = False
+    """Whether triton-doctor must warn TD310 (python-tensor-name-unknown) for it."""
+
+
+TENSOR_NAME_PROBES: list[InferenceProbe] = [
+    InferenceProbe(
+        Case(
+            "names_input_unknown",
+            {
+                "names_input_unknown/1/model.py": UNKNOWN_INPUT_PY,
+                "names_input_unknown/config.pbtxt": config("names_input_unknown"),
+            },
+            "model.py reads input 'input0'; the config's input is INPUT0",
+        ),
+        error="AttributeError: 'NoneType' object has no attribute 'as_numpy'",
+        warns=True,
+    ),
+    InferenceProbe(
+        Case(
+            "names_output_unknown",
+            {
+                "names_output_unknown/1/model.py": UNKNOWN_OUTPUT_PY,
+                "names_output_unknown/config.pbtxt": config("names_output_unknown"),
+            },
+            "model.py returns output 'OUTPUT1'; the config's output is OUTPUT0",
+        ),
+        outputs=(),
+        warns=True,
+    ),
+    InferenceProbe(Case("names_known", python_model("names_known", config("names_known")))),
+]
+"""TD310: an unknown tensor name does not stop the model from loading. The request to a model
+that reads an unknown input fails; a tensor returned under an unknown output name is dropped
+without a word, and the answer (HTTP 200) has no outputs at all."""
+
+DISAGREEMENTS: dict[str, str] = {}
+"""Cases where triton-doctor does not (yet) agree with the server: strict xfail, so a fix
+shows up as XPASS and the entry must then go."""
+
+
+def config_case(name: str, **parts: str) -> Case:
+    """A good Python model for the effective-config comparison (``parts`` as in config())."""
+    return Case(name, python_model(name, config(name, **parts)))
+
+
+EFFECTIVE_CONFIG_CASES: list[Case] = [
+    config_case("cfg_plain"),
+    Case("cfg_no_config", auto_complete_model("cfg_no_config", LOOPED, None)),
+    Case("cfg_no_config_bare", python_model("cfg_no_config_bare", None)),
+    Case(
+        "cfg_fill_io",
+        auto_complete_model(
+            "cfg_fill_io",
+            FILL_IO.replace(
+                "return", "config.set_max_batch_size(8)\nconfig.set_dynamic_batching()\nreturn"
+            ),
+            config("cfg_fill_io", max_batch_size="0", **NO_IO),
+        ),
+    ),
+    Case(
+        "cfg_branches",
+        auto_complete_model("cfg_branches", BRANCHED, config("cfg_branches", outputs="")),
+    ),
+    Case(
+        "cfg_decoupled",
+        auto_complete_model(
+            "cfg_decoupled",
+            "config.set_model_transaction_policy(dict(decoupled=False))\nreturn config",
+            config("cfg_decoupled", instances=""),
+        ),
+    ),
+    config_case(
+        "cfg_groups", instances="instance_group [ { kind: KIND_CPU count: 2 }, { count: 0 } ]"
+    ),
+    config_case("cfg_no_groups", max_batch_size="0", instances=""),
+    config_case("cfg_sequence", extra="sequence_batching { }"),
+    config_case("cfg_oldest", extra="sequence_batching { oldest { } }"),
+    config_case("cfg_dynamic", extra="dynamic_batching { }"),
+    Case(
+        "cfg_ensemble",
+        {
+            "cfg_ensemble/config.pbtxt": ensemble_config(
+                "cfg_ensemble", "cfg_plain", "cfg_fill_io"
+            ),
+            "cfg_ensemble/1/": "",
+        },
+    ),
+]
+"""Good models whose configuration as served (``GET /v2/models/<m>/config``, CPU only) is
+compared with ``triton-doctor config MODEL_DIR --gpus 0``."""

@@ -31,12 +31,14 @@ from tests.server_harness import LoadResult, TritonServer
 __all__ = [
     "DoctorRun",
     "ExplicitModeResult",
+    "InferAnswer",
     "LoadResult",
     "LogLine",
     "PendingDoctor",
     "Refusal",
     "TritonServer",
     "agreeing",
+    "infer",
     "load_all",
     "parse_log",
     "refusal",
@@ -287,3 +289,32 @@ def agreeing(findings: Sequence[Mapping[str, Any]], said: Refusal) -> list[Mappi
         if quoted in text or reason in quoted:
             matches.append(finding)
     return matches
+
+
+@dataclass(frozen=True)
+class InferAnswer:
+    """The answer to one ``POST /v2/models/<m>/infer`` (JSON, no binary data)."""
+
+    status: int
+    """HTTP status; 0 when the request timed out or the connection failed."""
+    outputs: tuple[str, ...] = ()
+    """Names of the outputs in a successful answer."""
+    error: str | None = None
+    """The ``error`` field of a failed answer (or the raw body, or the client error)."""
+
+
+def infer(server: TritonServer, model: str, timeout: float = 30.0) -> InferAnswer:
+    """Send ``model`` one request with INPUT0 = FP32 [ 1, 4 ] and no requested outputs."""
+    tensor = {"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": [1, 2, 3, 4]}
+    data = json.dumps({"inputs": [tensor]}).encode()
+    status, body = server.post(f"/v2/models/{model}/infer", data, timeout)
+    if status == 0:
+        return InferAnswer(0, error=body)
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return InferAnswer(status, error=body)
+    if status != 200:
+        return InferAnswer(status, error=str(answer.get("error", body)))
+    names = tuple(str(o.get("name")) for o in answer.get("outputs", []) if isinstance(o, dict))
+    return InferAnswer(status, outputs=names)

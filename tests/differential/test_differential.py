@@ -10,7 +10,12 @@ is its own test:
   whose ``triton_message`` quotes that reason (or is quoted by it);
 * good case: the server made it READY and triton-doctor reports no error for it;
 * accepted-silently case: a fact about the server only (it loads READY), so that a linter
-  warning about it never claims the server refuses it.
+  warning about it never claims the server refuses it;
+* inference probe (TD310): the server loads the model READY, one inference request shows
+  what the wrong tensor name does, and triton-doctor warns exactly for the wrong names.
+
+A case in ``DISAGREEMENTS`` is a strict xfail: the server's words are still checked, and the
+entry must go once triton-doctor agrees.
 
 The server keeps its default auto-complete (as users run it), so triton-doctor runs without
 ``--disable-auto-complete-config``. With auto-complete off the server reports the same texts,
@@ -30,27 +35,58 @@ import pytest
 
 from .cases import (
     ACCEPTED_SILENTLY,
+    AUTO_COMPLETE_GOOD,
+    AUTO_COMPLETE_REFUSED,
+    AUTO_COMPLETED_ENSEMBLES,
     BROKEN_CASES,
     CRASHES_SERVER,
     DIFFERENT_WORDS,
+    DISAGREEMENTS,
     GOOD_CASES,
     HIDDEN_DIRECTORY,
+    TENSOR_NAME_PROBES,
     Case,
+    InferenceProbe,
 )
 from .oracle import (
     DoctorRun,
     ExplicitModeResult,
+    InferAnswer,
     PendingDoctor,
     Refusal,
     TritonServer,
     agreeing,
+    infer,
     load_all,
     parse_log,
     version_dirs,
     write_repository,
 )
 
-SINGLE_MODEL_CASES = [*GOOD_CASES, *BROKEN_CASES, *DIFFERENT_WORDS, *ACCEPTED_SILENTLY]
+REFUSED = [*BROKEN_CASES, *AUTO_COMPLETE_REFUSED, *AUTO_COMPLETED_ENSEMBLES]
+ACCEPTED = [*GOOD_CASES, *AUTO_COMPLETE_GOOD]
+SINGLE_MODEL_CASES = [
+    *ACCEPTED,
+    *REFUSED,
+    *DIFFERENT_WORDS,
+    *ACCEPTED_SILENTLY,
+    *(probe.case for probe in TENSOR_NAME_PROBES),
+]
+
+
+def _known_disagreements(cases: list[Case]) -> list[object]:
+    """``cases`` as parameters; those in DISAGREEMENTS are strict xfails that give the reason."""
+    return [
+        pytest.param(
+            case,
+            id=case.name,
+            marks=[pytest.mark.xfail(strict=True, reason=DISAGREEMENTS[case.name])]
+            if case.name in DISAGREEMENTS
+            else [],
+        )
+        for case in cases
+    ]
+
 
 EXPLICIT_MODE = (
     "--model-control-mode=explicit",
@@ -74,6 +110,7 @@ class Oracle:
     doctor: DoctorRun
     hidden: WholeRepositoryRun
     hidden_doctor: DoctorRun
+    inferences: dict[str, InferAnswer]
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +131,7 @@ def oracle(
         server = triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
         try:
             explicit = load_all(server, [case.name for case in SINGLE_MODEL_CASES])
+            inferences = {p.case.name: infer(server, p.case.name) for p in TENSOR_NAME_PROBES}
         finally:
             server.stop()
         returncode = hidden.wait_exit(timeout=60)
@@ -103,7 +141,7 @@ def oracle(
     hidden_run = WholeRepositoryRun(
         hidden_repository, returncode, hidden.to_source_paths(hidden.log())
     )
-    return Oracle(explicit, doctor_run, hidden_run, hidden_doctor_run)
+    return Oracle(explicit, doctor_run, hidden_run, hidden_doctor_run, inferences)
 
 
 def _server_refusal(oracle: Oracle, case: Case) -> Refusal:
@@ -130,7 +168,7 @@ def _assert_doctor_agrees(run: DoctorRun, said: Refusal, *models: str | None) ->
     )
 
 
-@pytest.mark.parametrize("case", BROKEN_CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", _known_disagreements(REFUSED))
 def test_broken_model_is_refused_by_both(oracle: Oracle, case: Case) -> None:
     said = _server_refusal(oracle, case)
     _assert_doctor_agrees(oracle.doctor, said, case.name)
@@ -143,7 +181,7 @@ def test_refused_by_both_in_other_words(oracle: Oracle, case: Case) -> None:
     assert errors, f"triton-doctor reports no error for {case.name}, which the server refuses"
 
 
-@pytest.mark.parametrize("case", GOOD_CASES, ids=lambda case: case.name)
+@pytest.mark.parametrize("case", ACCEPTED, ids=lambda case: case.name)
 def test_good_model_is_accepted_by_both(oracle: Oracle, case: Case) -> None:
     load = oracle.explicit.loads[case.name]
     assert load.ok, f"the server refused good case {case.name}: {load.error}"
@@ -165,6 +203,32 @@ def test_server_accepts_silently(oracle: Oracle, case: Case) -> None:
     load = oracle.explicit.loads[case.name]
     assert load.ok, f"the server now refuses {case.name} ({case.broken}): {load.error}"
     assert oracle.explicit.states.get((case.name, "1")) == "READY"
+
+
+@pytest.mark.parametrize("probe", TENSOR_NAME_PROBES, ids=lambda probe: probe.case.name)
+def test_tensor_names_show_at_inference_not_at_load(oracle: Oracle, probe: InferenceProbe) -> None:
+    """TD310: the server loads the model READY; the request shows the wrong name, and
+    triton-doctor warns exactly when it does (never with an error: the model loads)."""
+    case = probe.case
+    load = oracle.explicit.loads[case.name]
+    assert load.ok, f"the server refused {case.name} ({case.broken}): {load.error}"
+    assert oracle.explicit.states.get((case.name, "1")) == "READY"
+    answer = oracle.inferences[case.name]
+    if probe.error:
+        assert answer.status != 200, f"inference on {case.name} succeeded: {answer}"
+        assert answer.error is not None and probe.error in answer.error, (
+            f"the server's inference error for {case.name} changed\n"
+            f"expected to contain: {probe.error!r}\ngot: {answer.error!r}"
+        )
+    else:
+        assert answer.status == 200, f"inference on {case.name} failed: {answer}"
+        assert answer.outputs == probe.outputs, f"{case.name} answered {answer.outputs}"
+    findings = oracle.doctor.for_model(case.name)
+    warned = [f for f in findings if f.get("rule") == "TD310"]
+    assert bool(warned) == probe.warns, f"TD310 for {case.name}: {warned!r}"
+    assert all(f.get("severity") == "warning" for f in warned)
+    errors = [f for f in findings if f.get("severity") == "error"]
+    assert not errors, f"triton-doctor reports errors for {case.name}, which loads: {errors!r}"
 
 
 def test_hidden_directory_fails_the_whole_repository(oracle: Oracle) -> None:
