@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="settings file (default: the nearest .triton-doctor.toml, or pyproject.toml with "
         "[tool.triton-doctor], at or above the repository)",
     )
-    _addtarget_options(check)
+    _add_target_options(check)
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
 
     config = commands.add_parser(
@@ -92,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--disable-auto-complete-config", action="store_true",
         help="as tritonserver --disable-auto-complete-config: no backend auto-complete",
     )
-    _addtarget_options(config)
+    _add_target_options(config)
 
     rules = commands.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text")
@@ -102,7 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _addtarget_options(parser: argparse.ArgumentParser) -> None:
+def _add_target_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--triton-version", metavar="RELEASE",
         help="the Triton release served with: a container release (24.08) or server version "

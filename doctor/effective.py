@@ -16,7 +16,8 @@ def render_effective(evidence: Evidence, model_name: str, gpus: int) -> tuple[st
 
     The config is the one the rules judge (core completion, then the backend's auto-complete)
     with instance groups resolved as on a machine with ``gpus`` GPUs, as
-    ``GET /v2/models/<model>/config`` would show it.
+    ``GET /v2/models/<model>/config`` would show it; comments on top say what the backend's
+    auto-complete added, so a user copying it knows which lines came from the model.
     """
     assert evidence.repository is not None
     repository = RepositoryView(evidence.repository, evidence.options)
@@ -38,4 +39,10 @@ def render_effective(evidence: Evidence, model_name: str, gpus: int) -> tuple[st
         for finding in result.findings
         if finding.model == model_name and finding.severity >= Severity.ERROR
     ]
-    return text_format.MessageToString(config), refusals
+    completion = view.backend_completion
+    filled = completion.filled if completion is not None and completion.error is None else []
+    header = "".join(
+        f"# filled in by the {config.backend} backend's auto-complete: {line}\n"
+        for line in filled
+    )
+    return header + text_format.MessageToString(config), refusals

@@ -26,11 +26,6 @@ from typing import Any
 
 from triton_doctor.registry import key_matches
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 FILE_NAME = ".triton-doctor.toml"
 KEYS = {
     "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
@@ -100,6 +95,11 @@ def load_settings(explicit: str | None, start: Path) -> Settings:
         if found is None:
             return Settings()
         path, is_pyproject = found
+    # Imported here: most runs have no settings file, and every run pays for its imports.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         data = tomllib.loads(_read(path))
     except tomllib.TOMLDecodeError as error:

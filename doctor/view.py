@@ -162,12 +162,15 @@ class ModelView:
             if not self.loaded_versions:
                 return None
             version = self.loaded_versions[0]
-        filename = self.core.default_model_filename
+        wanted = f"{version_dir_name(version)}/{self.core.default_model_filename}"
+        return next((f for f in self.version_files(version) if f.path == wanted), None)
+
+    def version_files(self, number: int) -> list[ModelFile]:
+        """Every model file read in the directory the backend opens for ``number``."""
         for sub in self.dir.subdirs:
-            if sub.name == version_dir_name(version):
-                wanted = f"{sub.name}/{filename}"
-                return next((f for f in sub.model_files if f.path == wanted), None)
-        return None
+            if sub.name == version_dir_name(number):
+                return sub.model_files
+        return []
 
     def version_entries(self, number: int) -> list[str] | None:
         """Entries of the directory the backend opens for a version: ``<model>/<number>/``."""

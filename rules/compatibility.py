@@ -88,8 +88,8 @@ def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Itera
         return
     filename = config.cc_model_filenames.get(target, config.default_model_filename)
     for number in model.loaded_versions:
-        found = next((f for f in _version_files(model, number) if f.path.endswith(
-            "/" + filename)), None)
+        found = next((f for f in model.version_files(number)
+                      if f.path.endswith("/" + filename)), None)
         plan = found.tensorrt if found else None
         if found is None or plan is None or not plan.compute_capability:
             continue
@@ -109,13 +109,6 @@ def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Itera
             evidence={"plan_compute_capability": plan.compute_capability,
                       "target_compute_capability": target},
         )
-
-
-def _version_files(model: ModelView, number: int) -> list:  # type: ignore[type-arg]
-    for sub in model.dir.subdirs:
-        if sub.name == str(number):
-            return sub.model_files
-    return []
 
 
 @rule("TD503", "onnx-too-new", "error", "ONNX IR version or opset too new for the release")
@@ -145,13 +138,22 @@ def onnx_too_new(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
             continue
         path = f"{model.dir.path}/{found.path}"
         opset = facts.opsets.get("", 0)
+        # ONNX Runtime's words; the server puts "onnx runtime error 1: Load model from <path>
+        # failed:<source location>" in front of them.
         if facts.ir_version > max_ir:
-            triton = (f"onnx runtime error 1: Load model from {path} failed: Unsupported model IR "
-                      f"version: {facts.ir_version}, max supported IR version: {max_ir}")
+            triton = (f"Unsupported model IR version: {facts.ir_version}, max supported IR "
+                      f"version: {max_ir}")
             what = f"IR version {facts.ir_version} (ONNX Runtime {release.onnxruntime} loads "
             what += f"up to {max_ir})"
         elif opset > max_opset:
-            triton = (f"Current official support for domain ai.onnx is till opset {max_opset}.")
+            triton = (
+                "ONNX Runtime only *guarantees* support for models stamped with official "
+                f"released onnx opset versions. Opset {opset} is under development and support "
+                "for this is limited. The operator schemas and or other functionality may "
+                "change before next ONNX release and in this case ONNX Runtime will not "
+                "guarantee backward compatibility. Current official support for domain ai.onnx "
+                f"is till opset {max_opset}."
+            )
             what = f"opset {opset} (ONNX Runtime {release.onnxruntime} knows up to {max_opset})"
         else:
             continue
@@ -196,16 +198,18 @@ def backend_not_in_release(model: ModelView, repository: RepositoryView) -> Iter
     ):
         return
     optional = backend in OPTIONAL_BACKENDS
+    if optional:
+        fix = (f"Use the image that ships it (e.g. tritonserver:<release>-vllm-python-py3 for "
+               f"vllm), or install it under /opt/tritonserver/backends/{backend}.")
+    else:
+        fix = (f"Check the spelling (backends in this image: {', '.join(sorted(release.backends))}"
+               "), or install the backend and declare it in settings (backends = [...]).")
     yield Hit(
         message=f"backend '{backend}' is not in {release.label}"
         + ("; it is an official backend shipped in its own image" if optional else ""),
         triton_message="Invalid argument: unable to find backend library for backend "
         f"'{backend}', try specifying runtime on the model configuration.",
-        fix="Use the image that ships it (e.g. tritonserver:<release>-vllm-python-py3), or "
-        "install it under /opt/tritonserver/backends/" + backend
-        if optional else f"Check the spelling (backends here: "
-        f"{', '.join(sorted(release.backends))}), or install the backend and declare it in "
-        "settings (backends = [...]).",
+        fix=fix,
         field="backend" if model.written("backend") else None,
         severity=Severity.WARNING if optional else None,
     )

@@ -145,3 +145,23 @@ return cfg
 def test_a_larger_max_batch_size_from_model_py_wins() -> None:
     config, error = _complete("max_batch_size: 2", "cfg.set_max_batch_size(8)\nreturn cfg")
     assert error is None and config.max_batch_size == 8
+
+
+def test_constant_indexing_of_literal_lists_is_read() -> None:
+    facts = _facts("""
+outputs = [{"name": "OUT", "data_type": "TYPE_FP32", "dims": [2]}]
+cfg.add_output(outputs[0])
+return cfg
+""")
+    assert facts.calls[0].argument == {"name": "OUT", "data_type": "TYPE_FP32", "dims": [2]}
+
+
+def test_a_list_changed_by_a_method_call_is_no_longer_trusted() -> None:
+    facts = _facts("""
+specs = [{"name": "A", "data_type": "TYPE_FP32", "dims": [2]}]
+specs.append(load_more())
+for spec in specs:
+    cfg.add_input(spec)
+return cfg
+""")
+    assert not facts.exact and all(not call.known for call in facts.calls)

@@ -25,7 +25,7 @@ class Completion:
     error: str | None = None
     #: The field the refusal is about (for locating it in config.pbtxt).
     field: str | None = None
-    #: What was filled in, one line each (for ``triton-doctor config`` and the docs).
+    #: What was filled in, one line each (``triton-doctor config`` prints them).
     filled: list[str] = default(default_factory=list)
 
 

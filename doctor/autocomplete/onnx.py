@@ -9,10 +9,11 @@ config already has is kept as written.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from triton_doctor.autocomplete import tensors
-from triton_doctor.evidence import ModelFile
+from triton_doctor.evidence import ModelFile, TensorInfo
 
 if TYPE_CHECKING:
     from triton_doctor.autocomplete import Completion
@@ -38,7 +39,16 @@ def complete(result: Completion, model_file: ModelFile) -> None:
         return
     if not has_inputs:
         for tensor in model_file.inputs:
-            tensors.add(config.input, tensor, config.max_batch_size, result.filled, "input")
+            tensors.add(config.input, _as_backend_sees(tensor), config.max_batch_size,
+                        result.filled, "input")
     if not config.output:
         for tensor in model_file.outputs:
-            tensors.add(config.output, tensor, config.max_batch_size, result.filled, "output")
+            tensors.add(config.output, _as_backend_sees(tensor), config.max_batch_size,
+                        result.filled, "output")
+
+
+def _as_backend_sees(tensor: TensorInfo) -> TensorInfo:
+    """The backend's type table has no bfloat16: it fills such a tensor in as TYPE_INVALID."""
+    if tensor.data_type == "TYPE_BF16":
+        return replace(tensor, data_type="TYPE_INVALID")
+    return tensor
