@@ -23,7 +23,7 @@ from triton_doctor.checks.repository import collect_repository
 from triton_doctor.cli import build_parser, target_options
 from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
-from triton_doctor.findings import Finding
+from triton_doctor.findings import Finding, Severity
 from triton_doctor.registry import Rule, all_rules, select_rules
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
@@ -78,16 +78,20 @@ def _repository(rule_id: str, kind: str, workdir: Path) -> Path:
     return repo
 
 
-def _findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
-    """This rule's findings when every rule runs on the fixture, with the fixture's args."""
+def _all_findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
+    """Every rule's findings on the fixture, with the fixture's args."""
     args_file = FIXTURES / rule_id / "args"
     extra = shlex.split(args_file.read_text()) if args_file.exists() else []
     repo = _repository(rule_id, kind, workdir)
     parsed = build_parser().parse_args(["check", str(repo), *extra])
     options = target_options(parsed, None, None, [], parsed.disable_auto_complete_config)
     evidence = Evidence(repository=collect_repository(repo), options=options)
-    result = run(evidence, select_rules([], []))
-    return [f for f in result.findings if f.rule == rule_id]
+    return run(evidence, select_rules([], [])).findings
+
+
+def _findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
+    """This rule's findings when every rule runs on the fixture."""
+    return [f for f in _all_findings(rule_id, kind, workdir) if f.rule == rule_id]
 
 
 def _quotes_server(candidate: Rule) -> bool:
@@ -111,6 +115,15 @@ def test_rule_fires_on_fail_fixture(candidate: Rule, workdir: Path) -> None:
 def test_rule_silent_on_pass_fixture(candidate: Rule, workdir: Path) -> None:
     findings = _findings(candidate.id, "pass", workdir)
     assert not findings, "\n".join(f"{f.model}: {f.message}" for f in findings)
+
+
+@pytest.mark.parametrize("candidate", _params())
+def test_pass_fixture_is_clean_under_every_rule(candidate: Rule, workdir: Path) -> None:
+    """A passing fixture is a correct repository: no rule may warn about it, which also keeps
+    rules from flagging each other's good examples."""
+    findings = [f for f in _all_findings(candidate.id, "pass", workdir)
+                if f.severity >= Severity.WARNING]
+    assert not findings, "\n".join(f"{f.rule} {f.model}: {f.message}" for f in findings)
 
 
 def test_every_rule_has_fixtures() -> None:
