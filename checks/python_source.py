@@ -18,18 +18,17 @@ def read_python_source(path: str) -> PythonSource:
         with open(path, "rb") as handle:
             data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as error:
-        source.syntax_error = f"unreadable: {error.strerror or error}"
+        source.unreadable = error.strerror or str(error)
         return source
     if len(data) > MAX_SOURCE_BYTES:
-        source.syntax_error = "too large to read"
+        source.unreadable = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB"
         return source
     try:
         tree = ast.parse(data, filename=source.name)
     except (SyntaxError, ValueError) as error:
-        line = getattr(error, "lineno", None)
-        source.syntax_error = f"{getattr(error, 'msg', error)}" + (
-            f" (line {line})" if line else ""
-        )
+        # Python's own words: the backend's stub reports exactly this when the import fails.
+        kind = "SyntaxError" if isinstance(error, ValueError) else type(error).__name__
+        source.syntax_error = f"{kind}: {error}"
         return source
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS:

@@ -78,7 +78,11 @@ class PythonSource:
     has_model_class: bool = False
     #: Methods defined in TritonPythonModel.
     methods: list[str] = field(default_factory=list)
+    #: Python's own report when the file does not parse ("SyntaxError: expected ':' (model.py,
+    #: line 2)"), as the Python backend's stub prints it when it imports the file.
     syntax_error: str | None = None
+    #: Why the file could not be read at all.
+    unreadable: str | None = None
     auto_complete: AutoCompleteFacts | None = None
     #: Tensor names written as string literals: ``get_input_tensor_by_name(request, "X")``
     #: and ``pb_utils.Tensor("Y", ...)``, with the line of their first use.

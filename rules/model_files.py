@@ -75,12 +75,15 @@ def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterato
             evidence={"size_bytes": found.size_bytes, "detected": found.kind},
         )
     source = model.python_source()
-    if source is not None and source.syntax_error:
+    if source is not None and (source.syntax_error or source.unreadable):
         number = model.loaded_versions[0]
+        why = source.syntax_error or f"it cannot be read: {source.unreadable}"
         yield Hit(
-            message=f"{number}/{source.name} cannot be imported: {source.syntax_error}",
+            message=f"{number}/{source.name} cannot be imported: {why}",
+            triton_message=source.syntax_error,
             fix=f"Make `python -m py_compile {source.name}` pass, with the Python of the "
-            "serving image.",
+            "serving image." if source.syntax_error else "Make the file readable by the "
+            "server's user.",
             path=f"{model.dir.path}/{number}/{source.name}",
             version=str(number),
         )

@@ -1230,6 +1230,16 @@ AUTO_COMPLETE_REFUSED: list[Case] = [
         FILL_IO.replace("\nreturn config", ""),
         **NO_IO,
     ),
+    Case(
+        "py_syntax_error",
+        {
+            "py_syntax_error/config.pbtxt": config("py_syntax_error"),
+            "py_syntax_error/1/model.py": MODEL_PY.replace("def execute(self, requests):",
+                                                           "def execute(self, requests)"),
+        },
+        "model.py does not parse (a colon missing after def execute(...))",
+        "SyntaxError: expected ':' (model.py, line 8)",
+    ),
     refused_by_auto_complete(
         "ac_extra_no_name",
         "auto_complete_config adds an input without a name and with an unknown property ('shape')",
