@@ -54,7 +54,7 @@ def render(result: Result, colour: bool = False) -> str:
     out: list[str] = []
     for model, group in groupby(result.findings, key=lambda f: f.model):
         findings = list(group)
-        model_path = _model_path(findings)
+        model_path = _model_path(model, findings)
         out.append(style(model or "(repository)", "1") + (f"  {model_path}" if model_path else ""))
         for finding in findings:
             severity = f"{finding.severity!s:<8}"
@@ -87,9 +87,14 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 or noun == "info" else "s")
 
 
-def _model_path(findings: list[Finding]) -> str | None:
+def _model_path(model: str | None, findings: list[Finding]) -> str | None:
+    """The model directory, shown once in the header so that locations under it stay short."""
     for finding in findings:
         path = finding.location.path
         if path and path.endswith("/config.pbtxt"):
             return path.rsplit("/", 1)[0]
+    for finding in findings:
+        path = finding.location.path or ""
+        if model and (path.endswith("/" + model) or f"/{model}/" in path):
+            return path[: path.rindex("/" + model) + len(model) + 1]
     return None
