@@ -226,9 +226,200 @@ class CheckOptions:
 
 
 @dataclass
+class ServerModel:
+    """One entry of ``POST /v2/repository/index``, with the config the server runs when READY."""
+
+    name: str
+    version: str = ""
+    #: READY, UNAVAILABLE, LOADING, UNLOADING, UNKNOWN; "" for a model whose directory failed
+    #: before loading (the index then lists its name only; the reason is in the log).
+    state: str = ""
+    reason: str = ""
+    #: ``GET /v2/models/<name>/config`` as JSON, for READY models.
+    config: dict[str, Any] | None = None
+
+
+@dataclass
+class ModelStats:
+    """One model version's counters from ``GET /v2/models/stats`` (cumulative since load)."""
+
+    name: str
+    version: str = ""
+    inference_count: int = 0
+    execution_count: int = 0
+    success_count: int = 0
+    fail_count: int = 0
+    #: Cumulative nanoseconds: queue and compute time of successful requests.
+    queue_ns: int = 0
+    compute_input_ns: int = 0
+    compute_infer_ns: int = 0
+    compute_output_ns: int = 0
+    success_ns: int = 0
+    #: Executions per batch size (``batch_stats``).
+    batch_executions: dict[str, int] = field(default_factory=dict)
+    #: Memory the model's instances hold, by kind ("GPU", "CPU", "CPU_PINNED"), in bytes.
+    memory_bytes: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class ShmRegion:
+    """A shared-memory region registered with the server (system or CUDA)."""
+
+    name: str
+    #: The /dev/shm key of a system region ("" for CUDA regions).
+    key: str = ""
+    byte_size: int = 0
+    device_id: int | None = None
+
+
+@dataclass
+class ServerSample:
+    """What the server reported at one moment; two samples a window apart give rates."""
+
+    #: Seconds since the epoch when the sample was taken.
+    at: float
+    stats: list[ModelStats] = field(default_factory=list)
+    system_shm: list[ShmRegion] = field(default_factory=list)
+    cuda_shm: list[ShmRegion] = field(default_factory=list)
+
+
+@dataclass
+class ServerEvidence:
+    """A running tritonserver as its HTTP API describes it."""
+
+    url: str
+    live: bool = False
+    ready: bool = False
+    version: str = ""
+    extensions: list[str] = field(default_factory=list)
+    models: list[ServerModel] = field(default_factory=list)
+    samples: list[ServerSample] = field(default_factory=list)
+    #: Endpoints that failed while the rest answered: endpoint -> why.
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class MetricSample:
+    name: str
+    labels: dict[str, str] = field(default_factory=dict)
+    value: float = 0.0
+
+
+@dataclass
+class MetricsScrape:
+    """One read of the Prometheus text endpoint."""
+
+    at: float
+    samples: list[MetricSample] = field(default_factory=list)
+    #: Lines that could not be parsed (they are skipped, and counted).
+    bad_lines: int = 0
+
+
+@dataclass
+class MetricsEvidence:
+    url: str
+    #: In time order; rates come from the first and the last.
+    scrapes: list[MetricsScrape] = field(default_factory=list)
+
+
+@dataclass
+class GpuProcess:
+    pid: int
+    #: None when NVML cannot tell (common inside containers).
+    used_bytes: int | None = None
+
+
+@dataclass
+class GpuDevice:
+    index: int
+    name: str = ""
+    uuid: str = ""
+    #: "major.minor", e.g. "8.0".
+    compute_capability: str = ""
+    memory_total_bytes: int = 0
+    memory_used_bytes: int = 0
+    utilization_percent: int | None = None
+    mig_enabled: bool | None = None
+    ecc_uncorrected_errors: int | None = None
+    processes: list[GpuProcess] = field(default_factory=list)
+
+
+@dataclass
+class GpuEvidence:
+    """The host's GPUs through NVML."""
+
+    driver_version: str = ""
+    cuda_driver_version: str = ""
+    devices: list[GpuDevice] = field(default_factory=list)
+    #: Per-device calls that failed while the rest answered ("GPU 0 ecc": "NotSupported").
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ContainerEvidence:
+    """The Docker container tritonserver runs in, from the daemon's inspect data."""
+
+    id: str
+    name: str = ""
+    image: str = ""
+    #: The NGC release ("24.08") and server version ("2.49.0") from the image's environment.
+    release: str = ""
+    triton_version: str = ""
+    status: str = ""
+    shm_size_bytes: int | None = None
+    #: GPU requests in words ("all GPUs", "GPUs 0,1", "runtime nvidia"), empty without.
+    gpu_requests: list[str] = field(default_factory=list)
+    #: Mounts as "source -> destination (ro|rw)".
+    mounts: list[str] = field(default_factory=list)
+    restart_count: int = 0
+    oom_killed: bool = False
+    #: The last lines of the container's log.
+    log_tail: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ShmSegment:
+    """A file in /dev/shm and who maps or holds it."""
+
+    name: str
+    size_bytes: int = 0
+    #: Live processes that map or hold the file open.
+    owner_pids: list[int] = field(default_factory=list)
+    #: Whether it is a Python-backend stub region (its name says so).
+    python_backend: bool = False
+
+
+@dataclass
+class HostEvidence:
+    """The machine tritonserver runs on (or the one triton-doctor runs on, when the same)."""
+
+    dev_shm_total_bytes: int = 0
+    dev_shm_used_bytes: int = 0
+    segments: list[ShmSegment] = field(default_factory=list)
+    #: Whether owners could be read for every process (False without permission).
+    owners_complete: bool = True
+    server_pids: list[int] = field(default_factory=list)
+    server_rss_bytes: int | None = None
+
+
+@dataclass
+class LogEvidence:
+    """Server log lines (a file given with --log, or the container's log)."""
+
+    source: str
+    lines: list[str] = field(default_factory=list)
+
+
+@dataclass
 class Evidence:
     repository: RepositoryEvidence | None = None
     options: CheckOptions = field(default_factory=CheckOptions)
+    server: ServerEvidence | None = None
+    metrics: MetricsEvidence | None = None
+    gpu: GpuEvidence | None = None
+    container: ContainerEvidence | None = None
+    host: HostEvidence | None = None
+    log: LogEvidence | None = None
     #: Parts that were asked for but could not be collected: part name -> why.
     unavailable: dict[str, str] = field(default_factory=dict)
     schema: int = EVIDENCE_SCHEMA
