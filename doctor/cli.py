@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -14,7 +15,7 @@ from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.registry import all_rules, describe, find_rule, select_rules
-from triton_doctor.settings import load_settings
+from triton_doctor.settings import Settings, load_settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -31,8 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"triton-doctor {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
-    check = commands.add_parser("check", help="check a model repository offline")
-    check.add_argument("repository", help="path to the model repository")
+    check = commands.add_parser(
+        "check", help="check a model repository offline, a running server, or both"
+    )
+    check.add_argument("repository", nargs="?", help="path to the model repository")
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument(
         "--fail-on",
@@ -74,7 +77,21 @@ def build_parser() -> argparse.ArgumentParser:
         "[tool.triton-doctor], at or above the repository)",
     )
     _add_target_options(check)
+    _add_live_options(check, required=False)
+    check.add_argument(
+        "--snapshot", metavar="FILE", help="judge the Evidence saved by `triton-doctor snapshot`"
+    )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+
+    snapshot = commands.add_parser(
+        "snapshot", help="save a running server's Evidence (and a repository's) to a file",
+        description="Collect what check --url collects and write it as JSON, to judge later "
+        "with `check --snapshot FILE` (post-mortems, sharing with a colleague). Credentials "
+        "are never written.",
+    )
+    snapshot.add_argument("repository", nargs="?", help="path to the model repository")
+    snapshot.add_argument("-o", "--output", required=True, metavar="FILE")
+    _add_live_options(snapshot, required=True)
 
     config = commands.add_parser(
         "config",
@@ -114,6 +131,29 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_live_options(parser: argparse.ArgumentParser, required: bool) -> None:
+    parser.add_argument(
+        "--url", required=required, metavar="URL",
+        help="a running tritonserver's HTTP endpoint, e.g. localhost:8000",
+    )
+    parser.add_argument(
+        "--metrics-url", metavar="URL",
+        help="its Prometheus endpoint (default: the --url host, port 8002, /metrics)",
+    )
+    parser.add_argument(
+        "--window", type=float, default=5.0, metavar="SECONDS",
+        help="time between the two samples rates are computed from (default 5)",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=5.0, metavar="SECONDS",
+        help="limit for every request to a live source (default 5)",
+    )
+    parser.add_argument("--log", metavar="FILE", help="the server's log file")
+    parser.add_argument(
+        "--container", metavar="NAME", help="the server's Docker container (default: found)"
+    )
+
+
 def target_options(args: argparse.Namespace, triton_version: str | None, gpu: str | None,
                     backends: list[str], strict: bool) -> CheckOptions:
     """CheckOptions from flags and settings; raises ProfileError for an unknown target."""
@@ -137,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _rules(args)
         if args.command == "config":
             return _config(args)
+        if args.command == "snapshot":
+            return _snapshot(args)
         return _explain(args)
     except model_config.SchemaUnavailable as error:
         print(f"triton-doctor: {error}", file=sys.stderr)
@@ -145,30 +187,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
 
 
-def _check(args: argparse.Namespace) -> int:
-    from triton_doctor.checks.repository import TargetError, collect_repository
+class _Stop(Exception):
+    """End the command with an exit code and a message on stderr."""
 
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _check(args: argparse.Namespace) -> int:
     try:
-        settings = load_settings(args.config, Path(args.repository).absolute())
+        settings = load_settings(args.config, Path(args.repository or ".").absolute())
         select = _split(args.select) or settings.select
         rules = select_rules(select, [*settings.ignore, *_split(args.ignore)])
+        evidence = _gather(args, settings)
     except ValueError as error:  # SettingsError too
         print(f"triton-doctor: {error}", file=sys.stderr)
         return EXIT_USAGE
-    config_name = args.model_config_name or settings.model_config_name
-    try:
-        repository = collect_repository(args.repository, config_name)
-    except TargetError as error:
-        print(f"triton-doctor: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    strict = args.disable_auto_complete_config or settings.disable_auto_complete_config
-    try:
-        options = target_options(args, settings.triton_version, settings.gpu,
-                                  settings.backends, strict)
-    except profiles.ProfileError as error:
-        print(f"triton-doctor: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    evidence = Evidence(repository=repository, options=options)
+    except _Stop as stop:
+        print(f"triton-doctor: {stop}", file=sys.stderr)
+        return stop.code
     result = run(evidence, rules, settings.waivers, settings.source or "settings")
     for skipped in result.skipped:
         if skipped.internal:
@@ -182,7 +220,7 @@ def _check(args: argparse.Namespace) -> int:
     if args.format == "json":
         from triton_doctor.report import json_report
 
-        sys.stdout.write(json_report.render(result, {"repository": repository.path}, code))
+        sys.stdout.write(json_report.render(result, _target(args, evidence), code))
     elif args.format == "sarif":
         from triton_doctor.report import sarif
 
@@ -195,6 +233,112 @@ def _check(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(text.render(result, colour=colour))
     return code
+
+
+def _target(args: argparse.Namespace, evidence: Evidence) -> dict[str, str]:
+    target = {}
+    if evidence.repository is not None:
+        target["repository"] = evidence.repository.path
+    if evidence.server is not None:
+        target["server"] = evidence.server.url
+    if getattr(args, "snapshot", None):
+        target["snapshot"] = args.snapshot
+    return target
+
+
+def _gather(args: argparse.Namespace, settings: Settings) -> Evidence:
+    """The Evidence to judge: a snapshot, or a repository and/or a live server."""
+    from triton_doctor import snapshot
+    from triton_doctor.checks.repository import TargetError, collect_repository
+
+    strict = args.disable_auto_complete_config or settings.disable_auto_complete_config
+    try:
+        options = target_options(args, settings.triton_version, settings.gpu,
+                                 settings.backends, strict)
+    except profiles.ProfileError as error:
+        raise _Stop(EXIT_USAGE, str(error)) from None
+    options.thresholds = settings.thresholds
+    if getattr(args, "snapshot", None):
+        if args.repository or args.url:
+            raise _Stop(EXIT_USAGE, "--snapshot judges a saved snapshot; give it alone")
+        try:
+            evidence = snapshot.read(args.snapshot)
+        except snapshot.SnapshotError as error:
+            raise _Stop(EXIT_USAGE, str(error)) from None
+        evidence.options = _merged(evidence.options, options, args, settings)
+        return evidence
+    if not args.repository and not args.url:
+        raise _Stop(EXIT_USAGE, "give a model repository, --url URL of a running server, or "
+                    "--snapshot FILE")
+    repository = None
+    if args.repository:
+        config_name = args.model_config_name or settings.model_config_name
+        try:
+            repository = collect_repository(args.repository, config_name)
+        except TargetError as error:
+            raise _Stop(EXIT_USAGE, str(error)) from None
+    evidence = Evidence(repository=repository, options=options)
+    if args.url:
+        from triton_doctor.checks.live import LiveRequest, Unreachable, collect_live
+
+        request = LiveRequest(args.url, args.metrics_url, args.window, args.timeout, args.log,
+                              args.container)
+        try:
+            collect_live(evidence, request)
+        except Unreachable as error:
+            raise _Stop(EXIT_UNREACHABLE, str(error)) from None
+        _target_from_live(evidence, args, settings)
+    return evidence
+
+
+def _merged(saved: CheckOptions, given: CheckOptions, args: argparse.Namespace,
+            settings: Settings) -> CheckOptions:
+    """A snapshot keeps the target it was taken with, unless this command names another."""
+    if args.triton_version or settings.triton_version:
+        saved.triton_version = given.triton_version
+    if args.gpu or settings.gpu:
+        saved.gpu_compute_capability = given.gpu_compute_capability
+    saved.thresholds = given.thresholds or saved.thresholds
+    saved.extra_backends = given.extra_backends or saved.extra_backends
+    return saved
+
+
+def _target_from_live(evidence: Evidence, args: argparse.Namespace, settings: Settings) -> None:
+    """The running server names the release, and NVML the GPU, unless the user did."""
+    options = evidence.options
+    if not (args.triton_version or settings.triton_version) and evidence.server:
+        # A release newer than the table is judged against the newest known.
+        with contextlib.suppress(profiles.ProfileError):
+            options.triton_version = profiles.find_release(evidence.server.version).container
+    if not (args.gpu or settings.gpu) and evidence.gpu and evidence.gpu.devices:
+        options.gpu_compute_capability = evidence.gpu.devices[0].compute_capability
+
+
+def _snapshot(args: argparse.Namespace) -> int:
+    from triton_doctor import snapshot
+
+    try:
+        settings = load_settings(None, Path(args.repository or ".").absolute())
+        args.triton_version = args.gpu = None
+        args.disable_auto_complete_config = False
+        args.model_config_name = None
+        evidence = _gather(args, settings)
+        snapshot.write(evidence, args.output)
+    except ValueError as error:
+        print(f"triton-doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as error:
+        print(f"triton-doctor: cannot write {args.output}: {error.strerror or error}",
+              file=sys.stderr)
+        return EXIT_USAGE
+    except _Stop as stop:
+        print(f"triton-doctor: {stop}", file=sys.stderr)
+        return stop.code
+    parts = [part for part in ("repository", "server", "metrics", "gpu", "container", "host",
+                               "log") if getattr(evidence, part) is not None]
+    print(f"triton-doctor: wrote {args.output} ({', '.join(parts)}; unavailable: "
+          f"{', '.join(evidence.unavailable) or 'none'})", file=sys.stderr)
+    return EXIT_OK
 
 
 def _config(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
+from triton_doctor.live_view import LiveView
 from triton_doctor.registry import Rule
 from triton_doctor.settings import ModelWaiver
 from triton_doctor.suppress import waivers
@@ -35,12 +36,40 @@ def run(
     waiver_source: str = "settings",
 ) -> Result:
     """Judge the Evidence with ``rules``; ``waived`` are the settings file's waivers."""
-    result = Result(rules_run=len(rules))
-    if evidence.repository is None:
-        reason = evidence.unavailable.get("repository", "no repository was given")
-        result.skipped.extend(Skipped(r.id, None, reason) for r in rules)
-        return result
-    repository = RepositoryView(evidence.repository, evidence.options)
+    live = [r for r in rules if r.scope == "live"]
+    static = [r for r in rules if r.scope != "live"]
+    asked_live = evidence.server is not None or "server" in evidence.unavailable
+    result = Result(rules_run=len(static) * (evidence.repository is not None)
+                    + len(live) * asked_live)
+    repository = None
+    if evidence.repository is not None:
+        repository = RepositoryView(evidence.repository, evidence.options)
+        _run_static(result, static, repository)
+    if asked_live:
+        view = LiveView(evidence, repository)
+        view.static_findings = list(result.findings)
+        _run_live(result, live, view)
+    result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
+    if repository is not None:
+        _apply_waivers(result, repository, waived, waiver_source)
+    return result
+
+
+def _run_live(result: Result, rules: Sequence[Rule], view: LiveView) -> None:
+    """Live rules, each once; a rule whose parts are missing is skipped with the reason."""
+    for candidate in rules:
+        missing = [part for part in candidate.needs if getattr(view, part) is None]
+        if missing:
+            why = "; ".join(
+                f"{part}: {view.evidence.unavailable.get(part, 'not collected')}"
+                for part in missing
+            )
+            result.skipped.append(Skipped(candidate.id, None, why))
+            continue
+        _judge(result, candidate, None, view)
+
+
+def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView) -> None:
     result.models = len(repository.models)
     for candidate in rules:
         if candidate.scope == "repository":
@@ -52,9 +81,6 @@ def run(
                 result.skipped.append(Skipped(candidate.id, model.name, missing))
                 continue
             _judge(result, candidate, model, model, repository)
-    result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
-    _apply_waivers(result, repository, waived, waiver_source)
-    return result
 
 
 def _judge(result: Result, rule: Rule, model: ModelView | None, *args: object) -> None:

@@ -223,6 +223,8 @@ class CheckOptions:
     gpu_compute_capability: str = ""
     #: Backends installed in the target image beyond the release's own (settings).
     extra_backends: list[str] = field(default_factory=list)
+    #: Live-rule thresholds that differ from the defaults (settings ``[thresholds]``).
+    thresholds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -281,6 +283,9 @@ class ServerSample:
     stats: list[ModelStats] = field(default_factory=list)
     system_shm: list[ShmRegion] = field(default_factory=list)
     cuda_shm: list[ShmRegion] = field(default_factory=list)
+    #: Endpoints that failed while the rest answered: endpoint -> why (their part stays empty,
+    #: which must not read as "no traffic" or "no regions").
+    errors: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -375,6 +380,9 @@ class ContainerEvidence:
     oom_killed: bool = False
     #: The last lines of the container's log.
     log_tail: list[str] = field(default_factory=list)
+    #: Parts that failed while the rest answered ("log": why), so that an empty log tail
+    #: (a logging driver that cannot be read, such as "none") is not taken for a quiet server.
+    errors: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

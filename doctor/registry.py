@@ -21,9 +21,11 @@ class Rule:
     name: str
     severity: Severity
     title: str
-    #: "model": called once per model with (model, repository); "repository": once.
+    #: "model": called once per model with (model, repository); "repository": once with the
+    #: repository; "live": once with the LiveView of a running server.
     scope: str
-    #: What the rule needs from a model: "config" = a parsed (or auto-completed) configuration.
+    #: What the rule needs: "config" = a model's parsed (or auto-completed) configuration; for
+    #: live rules the Evidence parts ("server", "metrics", "gpu", "container", "host", "log").
     needs: tuple[str, ...]
     check: Callable[..., Iterable[Hit]]
 

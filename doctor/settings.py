@@ -29,7 +29,7 @@ from triton_doctor.registry import key_matches
 FILE_NAME = ".triton-doctor.toml"
 KEYS = {
     "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
-    "triton-version", "gpu", "backends",
+    "triton-version", "gpu", "backends", "thresholds",
 }
 
 
@@ -61,6 +61,8 @@ class Settings:
     triton_version: str | None = None
     gpu: str | None = None
     backends: list[str] = field(default_factory=list)
+    #: Live-rule thresholds by name (defaults in triton_doctor.live_view.THRESHOLDS).
+    thresholds: dict[str, float] = field(default_factory=dict)
     waivers: list[ModelWaiver] = field(default_factory=list)
     #: The file the settings came from, for messages.
     source: str | None = None
@@ -131,6 +133,7 @@ def _parse(data: dict[str, Any], source: str) -> Settings:
         triton_version=_optional_string(data, "triton-version", source),
         gpu=_optional_string(data, "gpu", source),
         backends=_strings(data, "backends", source),
+        thresholds=_thresholds(data, source),
         source=source,
     )
     if settings.fail_on not in ("error", "warning", "info"):
@@ -161,3 +164,20 @@ def _optional_string(data: dict[str, Any], key: str, where: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise SettingsError(f"{where}: {key} must be a string")
     return value
+
+
+def _thresholds(data: dict[str, Any], where: str) -> dict[str, float]:
+    from triton_doctor.live_view import THRESHOLDS
+
+    table = data.get("thresholds", {})
+    if not isinstance(table, dict):
+        raise SettingsError(f"{where}: thresholds must be a table")
+    unknown = sorted(set(table) - set(THRESHOLDS))
+    if unknown:
+        raise SettingsError(
+            f"{where}: unknown threshold(s) {', '.join(unknown)}; known: "
+            f"{', '.join(sorted(THRESHOLDS))}"
+        )
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in table.values()):
+        raise SettingsError(f"{where}: thresholds must be numbers")
+    return {key: float(value) for key, value in table.items()}

@@ -14,4 +14,6 @@ from triton_doctor.rules import (  # noqa: F401
     model_files,
     model_io,
     python_model,
+    resources,
+    serving,
 )

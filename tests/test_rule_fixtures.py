@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from triton_doctor import snapshot
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.cli import build_parser, target_options
 from triton_doctor.engine import run
@@ -79,7 +80,11 @@ def _repository(rule_id: str, kind: str, workdir: Path) -> Path:
 
 
 def _all_findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
-    """Every rule's findings on the fixture, with the fixture's args."""
+    """Every rule's findings on the fixture, with the fixture's args. A live rule's fixture is
+    a snapshot (``snapshot.json``, from fixtures/generate/live_snapshots.py)."""
+    saved = FIXTURES / rule_id / kind / "snapshot.json"
+    if saved.exists():
+        return run(snapshot.read(str(saved)), select_rules([], [])).findings
     args_file = FIXTURES / rule_id / "args"
     extra = shlex.split(args_file.read_text()) if args_file.exists() else []
     repo = _repository(rule_id, kind, workdir)

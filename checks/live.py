@@ -1,0 +1,137 @@
+"""Collect every live part of the Evidence: the server twice a window apart, and around it.
+
+The server (and a metrics URL given explicitly, and a log file) are sources the user asked for:
+if one cannot be read the check stops with exit code 3. The GPU, the container and the host
+are looked at when they can be; when not, the Evidence records why and the rules that need
+them are skipped with that reason.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.evidence import Evidence
+
+DEFAULT_HTTP_PORT = 8000
+DEFAULT_METRICS_PORT = 8002
+
+
+@dataclass
+class LiveRequest:
+    url: str
+    metrics_url: str | None = None
+    window_s: float = 5.0
+    timeout_s: float = 5.0
+    log_path: str | None = None
+    container: str | None = None
+
+
+class Unreachable(Exception):
+    """A source the user asked for could not be read (exit code 3)."""
+
+
+def without_credentials(url: str) -> str:
+    """The URL with any user:password@ removed: snapshots and reports never carry secrets."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return parts._replace(netloc=netloc).geturl()
+
+
+def metrics_url_for(url: str) -> str:
+    """Triton's metrics endpoint on the same host: port 8002, path /metrics."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    return f"{parts.scheme}://{parts.hostname}:{DEFAULT_METRICS_PORT}/metrics"
+
+
+def is_local(url: str) -> bool:
+    """Whether the server runs on this machine, so that /dev/shm here is its /dev/shm."""
+    host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
+    if host in ("localhost", "::1", socket.gethostname()) or host.startswith("127."):
+        return True
+    try:
+        return socket.gethostbyname(host) == socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return False
+
+
+def collect_live(
+    evidence: Evidence, request: LiveRequest, sleep: Callable[[float], None] = time.sleep
+) -> None:
+    """Fill ``evidence``'s live parts; raise Unreachable for a source the user asked for."""
+    from triton_doctor.checks import metrics, server
+
+    url = without_credentials(request.url)
+    try:
+        evidence.server = server.describe(url, request.timeout_s)
+        evidence.server.samples.append(server.sample(url, request.timeout_s))
+    except SourceUnavailable as error:
+        evidence.unavailable["server"] = str(error)
+        raise Unreachable(str(error)) from None
+    metrics_url = request.metrics_url or metrics_url_for(url)
+    scrapes = _scrape(evidence, metrics.scrape, metrics_url, request)
+    sleep(request.window_s)
+    try:
+        evidence.server.samples.append(server.sample(url, request.timeout_s))
+    except SourceUnavailable as error:
+        evidence.server.errors["second sample"] = str(error)
+    if scrapes is not None:
+        _scrape(evidence, metrics.scrape, metrics_url, request)
+    _collect_surroundings(evidence, request, url)
+
+
+def _scrape(evidence: Evidence, scrape: Callable[..., object], url: str,
+            request: LiveRequest) -> object | None:
+    from triton_doctor.evidence import MetricsEvidence, MetricsScrape
+
+    try:
+        result = scrape(url, request.timeout_s)
+    except SourceUnavailable as error:
+        evidence.unavailable["metrics"] = str(error)
+        evidence.metrics = None
+        if request.metrics_url:
+            raise Unreachable(str(error)) from None
+        return None
+    assert isinstance(result, MetricsScrape)
+    if evidence.metrics is None:
+        evidence.metrics = MetricsEvidence(url=without_credentials(url))
+    evidence.metrics.scrapes.append(result)
+    return result
+
+
+def _collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> None:
+    from triton_doctor.checks import container, gpu, host, logs
+
+    try:
+        evidence.gpu = gpu.collect_gpu()
+    except SourceUnavailable as error:
+        evidence.unavailable["gpu"] = str(error)
+    try:
+        evidence.container = container.collect_container(url, request.container)
+    except SourceUnavailable as error:
+        evidence.unavailable["container"] = str(error)
+    if is_local(url) or evidence.container is not None:
+        try:
+            evidence.host = host.collect_host()
+        except SourceUnavailable as error:
+            evidence.unavailable["host"] = str(error)
+    else:
+        evidence.unavailable["host"] = (
+            f"the server ({url}) is not on this machine, so this machine's /dev/shm says "
+            "nothing about it; run triton-doctor on the server's host"
+        )
+    if request.log_path:
+        try:
+            evidence.log = logs.read_log(request.log_path)
+        except SourceUnavailable as error:
+            evidence.unavailable["log"] = str(error)
+            raise Unreachable(str(error)) from None
+    elif evidence.container is not None:
+        evidence.log = logs.from_container(evidence.container)
+    else:
+        evidence.unavailable["log"] = "no --log FILE given and no container found"

@@ -1,0 +1,358 @@
+"""Collect a running tritonserver through its HTTP API (KServe v2 plus Triton's extensions).
+
+Read-only: GETs, and the one POST Triton needs to list its repository (``/v2/repository/index``).
+
+The calls go through ``requests``, not ``tritonclient.http``. Measured against tritonclient
+2.73 with geventhttpclient 2.6, the client hides what a diagnosis needs: the health calls fold
+every status (500 included) into False, a 500 with a non-JSON body becomes "an exception
+occurred in the client while decoding the response", a GET on a dropped connection is silently
+sent again, and failures arrive as seven unrelated exception types (ConnectionRefusedError and
+socket.gaierror raw, TimeoutError, HTTPParseError, HTTPConnectionClosed, rapidjson's
+JSONDecodeError, InferenceServerException). It also runs a gevent hub in whichever thread calls
+it. ``requests`` gives the status and body of every answer, one exception family, no retries.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import time
+from http.client import BadStatusLine, IncompleteRead, RemoteDisconnected
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.evidence import ModelStats, ServerEvidence, ServerModel, ServerSample, ShmRegion
+
+#: Triton's default HTTP port; an https URL without a port means a TLS proxy in front (443),
+#: since tritonserver's HTTP endpoint has no TLS of its own.
+DEFAULT_PORTS = {"http": 8000, "https": 443}
+#: Answers are small JSON documents; past this the peer is not a tritonserver.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+#: How much of an unexpected body an error message quotes.
+EXCERPT_CHARS = 200
+HINT = "is it running, and is this its HTTP port (default 8000)?"
+
+
+def normalize_url(url: str) -> tuple[str, str]:
+    """``(host:port[/base-path], scheme)`` of a server URL given as ``http://h:8000``, ``h:8000``
+    or ``h``, the way users write it; raises ValueError for what cannot be a server URL."""
+    text = url.strip()
+    scheme, sep, _ = text.partition("://")
+    if not sep:
+        scheme, text = "http", f"http://{text}"
+    scheme = scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise ValueError(f"{url!r}: the server URL must be http:// or https://")
+    parts = urlsplit(text)
+    try:
+        port = parts.port or DEFAULT_PORTS[scheme]
+    except ValueError:
+        raise ValueError(f"{url!r}: the port is not a number from 0 to 65535") from None
+    if not parts.hostname or parts.query or parts.fragment or parts.username:
+        raise ValueError(f"{url!r}: expected a server URL like http://localhost:8000")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    return f"{host}:{port}{parts.path.rstrip('/')}", scheme
+
+
+class _NoAnswer(Exception):
+    """A call that got no HTTP answer (refused, reset, timed out, not HTTP); the message says
+    which in a few words."""
+
+
+class _Api:
+    """One server's HTTP API: every call bounded by ``timeout``, never retried.
+
+    The first call decides whether the server is there at all: without an answer it raises
+    SourceUnavailable; after one answer, a call without one raises _NoAnswer, so the caller
+    records it and carries on.
+    """
+
+    def __init__(self, url: str, timeout: float) -> None:
+        import requests
+        import urllib3.exceptions
+
+        address, scheme = normalize_url(url)
+        self.url = f"{scheme}://{address}"
+        self.timeout = timeout
+        self.answered = False
+        self._requests = requests
+        self._urllib3 = urllib3.exceptions
+        self._session = requests.Session()
+        # Like tritonclient, talk to the server directly: an HTTP_PROXY meant for the internet
+        # would swallow in-cluster calls (and no .netrc credentials go out either).
+        self._session.trust_env = False
+
+    def __enter__(self) -> _Api:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._session.close()
+
+    def call(self, method: str, path: str) -> tuple[int, bytes]:
+        """(status, body) of one request; the body is cut off once ``timeout`` has passed."""
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self._session.request(
+                method, self.url + path, data=b"" if method == "POST" else None,
+                timeout=(self.timeout, self.timeout), stream=True, allow_redirects=False,
+            ) as response:
+                body = bytearray()
+                # read1, not iter_content: its reads wait for a whole block, however slowly
+                # the bytes come, and the deadline would only be checked after each block.
+                while chunk := response.raw.read1(64 * 1024, decode_content=True):
+                    body += chunk
+                    if len(body) > MAX_BODY_BYTES:
+                        raise _NoAnswer(f"an answer over {MAX_BODY_BYTES >> 20} MiB")
+                    if time.monotonic() > deadline:
+                        raise _NoAnswer(f"the answer took over {self.timeout:g} s")
+                status = response.status_code
+        except (self._requests.RequestException, self._urllib3.HTTPError) as error:
+            why = self._why(error)
+        except _NoAnswer as error:
+            why = str(error)
+        else:
+            self.answered = True
+            return status, bytes(body)
+        if not self.answered:
+            raise SourceUnavailable(f"cannot reach tritonserver at {self.url}: {why}; {HINT}")
+        raise _NoAnswer(why)
+
+    def _why(self, error: BaseException) -> str:
+        """The cause in words: requests nests it in urllib3's errors, several levels down."""
+        if isinstance(error, (self._requests.Timeout, self._urllib3.TimeoutError)):
+            return f"no answer within {self.timeout:g} s"
+        causes = [error]
+        for cause in causes:
+            if isinstance(cause, ConnectionRefusedError):
+                return "connection refused"
+            if isinstance(cause, socket.gaierror):
+                return f"host name not found ({cause.strerror})"
+            if isinstance(cause, (RemoteDisconnected, ConnectionResetError)):
+                return "the connection closed without an answer"
+            if isinstance(cause, IncompleteRead):
+                return "the connection closed in the middle of the answer"
+            if isinstance(cause, BadStatusLine):
+                return "the answer is not HTTP"
+            if isinstance(cause, ssl.SSLError):
+                return f"TLS failed ({cause.reason or cause})"
+            nested = [cause.__cause__, cause.__context__, getattr(cause, "reason", None),
+                      *cause.args]
+            causes.extend(c for c in nested if isinstance(c, BaseException) and c not in causes)
+        return str(error)
+
+
+def _excerpt(body: bytes) -> str:
+    text = body.decode("utf-8", "replace")
+    return repr(text[:EXCERPT_CHARS] + ("..." if len(text) > EXCERPT_CHARS else ""))
+
+
+def _http_error(status: int, body: bytes) -> str:
+    """Triton's own words (``{"error": ...}``) when the body has them, else an excerpt."""
+    try:
+        message = json.loads(body)["error"]
+    except (ValueError, RecursionError, TypeError, KeyError):
+        return f"HTTP {status}: {_excerpt(body)}" if body else f"HTTP {status} with an empty body"
+    return f"HTTP {status}: {message}"
+
+
+def _fetch(api: _Api, method: str, path: str, errors: dict[str, str]) -> Any:
+    """The JSON answer of one endpoint, or None with the reason in ``errors[endpoint]``."""
+    try:
+        status, body = api.call(method, path)
+    except _NoAnswer as error:
+        errors[f"{method} {path}"] = str(error)
+        return None
+    return _parse(f"{method} {path}", status, body, errors)
+
+
+def _parse(endpoint: str, status: int, body: bytes, errors: dict[str, str]) -> Any:
+    if status != 200:
+        errors[endpoint] = _http_error(status, body)
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError) as error:
+        errors[endpoint] = f"invalid JSON ({error}): {_excerpt(body)}"
+        return None
+
+
+def _health(api: _Api, path: str, errors: dict[str, str]) -> bool:
+    """200 is yes; 400 (empty body) is Triton's no; anything else is also recorded."""
+    try:
+        status, body = api.call("GET", path)
+    except _NoAnswer as error:
+        errors[f"GET {path}"] = str(error)
+        return False
+    if status not in (200, 400):
+        errors[f"GET {path}"] = _http_error(status, body)
+    return status == 200
+
+
+def _unexpected(errors: dict[str, str], endpoint: str, answer: Any) -> None:
+    errors[endpoint] = f"unexpected answer: {_excerpt(json.dumps(answer).encode())}"
+
+
+def _text(entry: dict[str, Any], key: str) -> str:
+    value = entry.get(key)
+    return "" if value is None else value if isinstance(value, str) else str(value)
+
+
+def describe(url: str, timeout: float) -> ServerEvidence:
+    """The server's health, version, models (state and load error) and the configs it runs.
+
+    Raises SourceUnavailable when the first call gets no answer, or when the answer shows the
+    port is not Triton's HTTP API; after that every failure goes to ``errors`` by endpoint.
+    """
+    with _Api(url, timeout) as api:
+        evidence = ServerEvidence(url=api.url)
+        errors = evidence.errors
+        status, body = api.call("GET", "/v2/health/live")
+        if status == 404:
+            raise SourceUnavailable(
+                f"{api.url} answers HTTP but is not tritonserver's API (GET /v2/health/live: "
+                f"HTTP 404); {HINT}")
+        if status not in (200, 400):
+            errors["GET /v2/health/live"] = _http_error(status, body)
+        evidence.live = status == 200
+        evidence.ready = _health(api, "/v2/health/ready", errors)
+        _metadata(evidence, _fetch(api, "GET", "/v2", errors))
+        _models(evidence, _fetch(api, "POST", "/v2/repository/index", errors))
+        _configs(api, evidence)
+    return evidence
+
+
+def _metadata(evidence: ServerEvidence, answer: Any) -> None:
+    if answer is None:
+        return
+    extensions = answer.get("extensions", []) if isinstance(answer, dict) else None
+    if (not isinstance(answer, dict) or not isinstance(answer.get("version"), str)
+            or not isinstance(extensions, list)):
+        _unexpected(evidence.errors, "GET /v2", answer)
+        return
+    evidence.version = answer["version"]
+    evidence.extensions = [str(name) for name in extensions]
+
+
+def _models(evidence: ServerEvidence, answer: Any) -> None:
+    """Index entries; a model whose directory failed the repository poll has its name only."""
+    if answer is None:
+        return
+    entries = answer if isinstance(answer, list) else []
+    named = [e for e in entries if isinstance(e, dict) and isinstance(e.get("name"), str)]
+    if not isinstance(answer, list) or len(named) < len(entries):
+        _unexpected(evidence.errors, "POST /v2/repository/index", answer)
+    evidence.models = [
+        ServerModel(name=e["name"], version=_text(e, "version"), state=_text(e, "state"),
+                    reason=_text(e, "reason"))
+        for e in named
+    ]
+
+
+def _configs(api: _Api, evidence: ServerEvidence) -> None:
+    """The config of every READY model; once a call gets no answer the rest are not asked, so
+    a hung server costs one timeout, not one per model."""
+    stalled = ""
+    for name in dict.fromkeys(m.name for m in evidence.models if m.state == "READY"):
+        endpoint = f"GET /v2/models/{quote(name, safe='')}/config"
+        if stalled:
+            evidence.errors[endpoint] = f"not asked: {stalled}"
+            continue
+        try:
+            status, body = api.call("GET", endpoint[4:])
+        except _NoAnswer as error:
+            evidence.errors[endpoint] = str(error)
+            stalled = f"{endpoint} got no answer"
+            continue
+        config = _parse(endpoint, status, body, evidence.errors)
+        if config is not None and not isinstance(config, dict):
+            _unexpected(evidence.errors, endpoint, config)
+            config = None
+        for model in evidence.models:
+            if model.name == name and model.state == "READY":
+                model.config = config
+
+
+def sample(url: str, timeout: float) -> ServerSample:
+    """Per-model counters and the registered shared-memory regions, at one moment.
+
+    Raises SourceUnavailable when the statistics call gets no answer; after that each endpoint
+    that fails is recorded in ``errors`` and its part left empty.
+    """
+    with _Api(url, timeout) as api:
+        taken = ServerSample(at=time.time())
+        stats = _fetch(api, "GET", "/v2/models/stats", taken.errors)
+        if stats is not None:
+            entries = stats.get("model_stats") if isinstance(stats, dict) else None
+            if isinstance(entries, list):
+                taken.stats = [_model_stats(e) for e in entries if isinstance(e, dict)]
+            else:
+                _unexpected(taken.errors, "GET /v2/models/stats", stats)
+        taken.system_shm = _regions(api, "/v2/systemsharedmemory/status", taken.errors)
+        taken.cuda_shm = _regions(api, "/v2/cudasharedmemory/status", taken.errors)
+    return taken
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) else 0
+
+
+def _count(stats: dict[str, Any], key: str, part: str = "count") -> int:
+    """``stats[key][part]`` of Triton's ``{"count": N, "ns": T}`` pairs; 0 when absent."""
+    value = stats.get(key)
+    return _int(value.get(part)) if isinstance(value, dict) else 0
+
+
+def _model_stats(entry: dict[str, Any]) -> ModelStats:
+    inference = entry.get("inference_stats")
+    inference = inference if isinstance(inference, dict) else {}
+    stats = ModelStats(
+        name=_text(entry, "name"),
+        version=_text(entry, "version"),
+        inference_count=_int(entry.get("inference_count")),
+        execution_count=_int(entry.get("execution_count")),
+        success_count=_count(inference, "success"),
+        fail_count=_count(inference, "fail"),
+        queue_ns=_count(inference, "queue", "ns"),
+        compute_input_ns=_count(inference, "compute_input", "ns"),
+        compute_infer_ns=_count(inference, "compute_infer", "ns"),
+        compute_output_ns=_count(inference, "compute_output", "ns"),
+        success_ns=_count(inference, "success", "ns"),
+    )
+    for batch in _dicts(entry.get("batch_stats")):
+        stats.batch_executions[_text(batch, "batch_size")] = _count(batch, "compute_infer")
+    for usage in _dicts(entry.get("memory_usage")):
+        kind, size = _text(usage, "type"), usage.get("byte_size")
+        if isinstance(size, int):
+            stats.memory_bytes[kind] = stats.memory_bytes.get(kind, 0) + size
+    return stats
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _regions(api: _Api, path: str, errors: dict[str, str]) -> list[ShmRegion]:
+    """System regions carry their /dev/shm key, CUDA regions their device."""
+    answer = _fetch(api, "GET", path, errors)
+    if answer is None:
+        return []
+    if not isinstance(answer, list):
+        _unexpected(errors, f"GET {path}", answer)
+        return []
+    return [
+        ShmRegion(
+            name=_text(region, "name"),
+            key=_text(region, "key"),
+            byte_size=_int(region.get("byte_size")),
+            device_id=region.get("device_id") if isinstance(region.get("device_id"), int) else None,
+        )
+        for region in _dicts(answer)
+    ]

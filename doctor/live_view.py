@@ -1,0 +1,187 @@
+"""What a running server is doing, derived from two samples of its Evidence a window apart.
+
+Rules about serving health need rates, not counters: requests per second, the average batch,
+queue time per request. Everything here is pure arithmetic on the Evidence (no clock, no I/O),
+so a saved snapshot is judged exactly as it was live.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from triton_doctor.evidence import Evidence, ModelStats, ServerModel, ServerSample
+from triton_doctor.findings import Finding
+from triton_doctor.metrics_view import MetricsView
+
+if TYPE_CHECKING:
+    from triton_doctor.view import RepositoryView
+
+NS_PER_MS = 1_000_000
+#: The ``reason`` label of nv_inference_request_failure (since 24.07).
+FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
+
+#: Defaults of the live rules' thresholds; settings ``[thresholds]`` override them by name.
+THRESHOLDS: dict[str, float] = {
+    # Fewer requests than this in the window: too little traffic to judge rates.
+    "min-requests": 20,
+    # Queue backlog: queue time per request at least this, and at least this share of it.
+    "queue-ms": 10.0,
+    "queue-share": 0.5,
+    # Batching: average batch below this share of max_batch_size.
+    "batch-efficiency": 0.25,
+    # Failed requests above this share.
+    "failure-rate": 0.01,
+    # p99 request latency above this (from summaries, when the server exposes them).
+    "p99-ms": 1000.0,
+    # GPU memory used, and /dev/shm used, above these shares of the total.
+    "gpu-memory": 0.9,
+    "dev-shm": 0.9,
+}
+
+
+@dataclass(frozen=True)
+class ModelRates:
+    """One model version's traffic over the window."""
+
+    model: str
+    version: str
+    window_s: float
+    requests: int
+    failures: int
+    inferences: int
+    executions: int
+    queue_ns: int
+    request_ns: int
+    compute_ns: int
+    #: Executions per batch size over the window.
+    batch_executions: dict[int, int]
+
+    @property
+    def requests_per_s(self) -> float:
+        return self.requests / self.window_s if self.window_s > 0 else 0.0
+
+    @property
+    def average_batch(self) -> float | None:
+        return self.inferences / self.executions if self.executions else None
+
+    @property
+    def queue_ms_per_request(self) -> float | None:
+        return self.queue_ns / self.requests / NS_PER_MS if self.requests else None
+
+    @property
+    def queue_share(self) -> float | None:
+        """Share of the request time spent waiting in the queue."""
+        return self.queue_ns / self.request_ns if self.request_ns else None
+
+    @property
+    def compute_ms_per_execution(self) -> float | None:
+        return self.compute_ns / self.executions / NS_PER_MS if self.executions else None
+
+    @property
+    def failure_share(self) -> float | None:
+        total = self.requests + self.failures
+        return self.failures / total if total else None
+
+
+def _rates(before: ModelStats, after: ModelStats, window_s: float) -> ModelRates | None:
+    """The difference of two cumulative counters; None when they went back (a reload)."""
+    fields = ("success_count", "fail_count", "inference_count", "execution_count", "queue_ns",
+              "success_ns", "compute_input_ns", "compute_infer_ns", "compute_output_ns")
+    deltas = {name: getattr(after, name) - getattr(before, name) for name in fields}
+    if any(value < 0 for value in deltas.values()):
+        return None
+    batches = {
+        int(size): count - before.batch_executions.get(size, 0)
+        for size, count in after.batch_executions.items()
+        if count - before.batch_executions.get(size, 0) > 0
+    }
+    return ModelRates(
+        model=after.name, version=after.version, window_s=window_s,
+        requests=deltas["success_count"], failures=deltas["fail_count"],
+        inferences=deltas["inference_count"], executions=deltas["execution_count"],
+        queue_ns=deltas["queue_ns"], request_ns=deltas["success_ns"],
+        compute_ns=deltas["compute_input_ns"] + deltas["compute_infer_ns"]
+        + deltas["compute_output_ns"],
+        batch_executions=batches,
+    )
+
+
+class LiveView:
+    """The live parts of the Evidence, indexed for the rules."""
+
+    def __init__(self, evidence: Evidence, repository: RepositoryView | None = None) -> None:
+        self.evidence = evidence
+        #: The repository on disk, when one was given with the server (``check REPO --url``).
+        self.repository = repository
+        #: The static findings on that repository (set by the engine before live rules run).
+        self.static_findings: list[Finding] = []
+        self.server = evidence.server
+        self.metrics = evidence.metrics
+        self.gpu = evidence.gpu
+        self.container = evidence.container
+        self.host = evidence.host
+        self.log = evidence.log
+        self.options = evidence.options
+
+    def threshold(self, name: str) -> float:
+        return self.options.thresholds.get(name, THRESHOLDS[name])
+
+    @cached_property
+    def models(self) -> dict[str, ServerModel]:
+        return {model.name: model for model in (self.server.models if self.server else [])}
+
+    def config(self, model: str) -> dict[str, Any]:
+        """The config the server runs for ``model`` (JSON), or {} when unknown."""
+        found = self.models.get(model)
+        return found.config or {} if found else {}
+
+    @cached_property
+    def window(self) -> tuple[ServerSample, ServerSample] | None:
+        """The first and last server samples, when there are two."""
+        samples = self.server.samples if self.server else []
+        return (samples[0], samples[-1]) if len(samples) >= 2 else None
+
+    @cached_property
+    def rates(self) -> list[ModelRates]:
+        if self.window is None:
+            return []
+        first, last = self.window
+        seconds = last.at - first.at
+        before = {(s.name, s.version): s for s in first.stats}
+        found = []
+        for stats in last.stats:
+            earlier = before.get((stats.name, stats.version), ModelStats(stats.name, stats.version))
+            rates = _rates(earlier, stats, seconds)
+            if rates is not None:
+                found.append(rates)
+        return found
+
+    @cached_property
+    def metrics_view(self) -> MetricsView | None:
+        return MetricsView(self.metrics) if self.metrics else None
+
+    def failure_reasons(self, model: str) -> dict[str, float]:
+        """Failed requests of ``model`` over the metrics window, by the server's reason label."""
+        view = self.metrics_view
+        if view is None:
+            return {}
+        found = {}
+        for reason in FAILURE_REASONS:
+            count = view.delta("nv_inference_request_failure", model=model, reason=reason)
+            if count:
+                found[reason] = count
+        return found
+
+    def summary_quantile(self, name: str, quantile: float) -> dict[tuple[str, str], float]:
+        """A summary's quantile per (model, version), from the last scrape."""
+        view = self.metrics_view
+        if view is None:
+            return {}
+        found = {}
+        for model, version in view.per_model(name):
+            value = view.quantile(name, model, quantile, version)
+            if value is not None:
+                found[(model, version)] = value
+        return found

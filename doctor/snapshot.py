@@ -1,0 +1,68 @@
+"""Snapshots: the Evidence of an incident saved as JSON, to judge again later or elsewhere.
+
+The format is versioned (``triton-doctor/snapshot/v1``) and documented in docs/snapshots.md.
+It holds what the collectors saw (config texts, server answers, metric samples, GPU and host
+readings), never credentials: URLs are stored without user:password, and no request headers
+are kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from typing import Any
+
+from triton_doctor.evidence import Evidence, from_jsonable, to_jsonable
+
+SCHEMA = "triton-doctor/snapshot/v1"
+
+
+class SnapshotError(ValueError):
+    """A file that is not a readable snapshot of this version."""
+
+
+def dump(evidence: Evidence) -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "evidence": to_jsonable(evidence),
+    }
+
+
+def write(evidence: Evidence, path: str) -> None:
+    """Write atomically: a reader never sees half a snapshot."""
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".snapshot-", dir=directory)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(dump(evidence), out, indent=1)
+            out.write("\n")
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+def read(path: str) -> Evidence:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as error:
+        raise SnapshotError(f"{path}: cannot be read: {error.strerror or error}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SnapshotError(f"{path}: not a snapshot (not JSON: {error})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else None
+        raise SnapshotError(
+            f"{path}: not a {SCHEMA} snapshot (schema: {found!r}); write one with "
+            "`triton-doctor snapshot --url URL -o FILE`"
+        )
+    try:
+        evidence = from_jsonable(Evidence, data.get("evidence", {}))
+    except (TypeError, KeyError, AttributeError, ValueError) as error:
+        raise SnapshotError(f"{path}: the snapshot's evidence is malformed: {error}") from None
+    if not isinstance(evidence, Evidence):
+        raise SnapshotError(f"{path}: the snapshot holds no evidence")
+    return evidence

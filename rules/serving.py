@@ -1,0 +1,284 @@
+"""TD6xx: serving health of a running server: readiness, queueing, batching, failures, latency.
+
+Rates come from two samples of the server's statistics a window apart (``--window``); a model
+with fewer requests than ``min-requests`` in the window is not judged on them. Thresholds are
+settings (``[thresholds]``), with the defaults each rule's docs give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from triton_doctor.findings import Hit, Severity
+from triton_doctor.live_view import LiveView, ModelRates
+from triton_doctor.registry import rule
+
+#: Fragments of the server's load errors, and the static rule that explains them.
+REASON_RULES: tuple[tuple[str, str], ...] = (
+    ("unable to find backend library", "TD504"),
+    ("must specify 'dims'", "TD211"),
+    ("must specify 'data_type'", "TD211"),
+    ("dimension must be integer >= 1", "TD212"),
+    ("SyntaxError", "TD301"),
+    ("Protobuf parsing failed", "TD301"),
+    ("PytorchStreamReader", "TD301"),
+    ("unexpected inference input", "TD304"),
+    ("unexpected inference output", "TD304"),
+    ("inputs, model provides", "TD303"),
+    ("configuration expects datatype", "TD305"),
+    ("the model expects", "TD306"),
+    ("autofill failed", "TD308"),
+    ("auto-complete-config", "TD309"),
+    ("auto_complete_config", "TD309"),
+    ("not compatible with this version of TensorRT", "TD501"),
+    ("incompatible device", "TD502"),
+    ("Unsupported model IR version", "TD503"),
+    ("no GPUs are available", "TD231"),
+    ("invalid or unsupported gpu id", "TD231"),
+    ("supports only GPU device", "TD235"),
+    ("failed to stat file", "TD108"),
+    ("Python model file not found", "TD108"),
+    ("unable to find '", "TD108"),
+    ("in ensemble", "TD412"),
+    ("Unable to initialize shared memory key", "TD714"),
+)
+
+
+def explain_reason(reason: str) -> str | None:
+    """The rule whose documentation explains a server's load error, if one does."""
+    return next((rule_id for fragment, rule_id in REASON_RULES if fragment in reason), None)
+
+
+@rule("TD601", "model-not-ready", "error", "A model is not ready on the server", scope="live",
+      needs=("server",))
+def model_not_ready(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: every model in the server's repository index is READY. For each that is
+    not, the server's own reason, and the rule that explains it: a finding of `check` on the
+    same repository when one was given (`check REPO --url URL`), else the rule whose message
+    matches the reason.
+
+    Why it matters: requests to the model fail ("Request for unknown model"), and with the
+    default `--exit-on-error` a model that fails at startup stops the whole server.
+
+    Example: `UNAVAILABLE: Invalid argument: unable to find backend library for backend
+    'onnx'` → explained by TD504 (the backend is `onnxruntime`).
+
+    Fix: the fix of the explaining rule (`triton-doctor explain <id>`); for a model that
+    failed before loading (no state in the index), the reason is in the server log.
+    """
+    assert view.server is not None
+    for model in view.server.models:
+        if model.state == "READY":
+            continue
+        static = [f for f in view.static_findings
+                  if f.model == model.name and f.severity >= Severity.ERROR]
+        explained = static[0].rule if static else explain_reason(model.reason)
+        state = model.state or "not loaded (failed before loading)"
+        reason = model.reason or "no reason in the index: the server log has it"
+        fix = static[0].fix if static and static[0].fix else None
+        if fix is None:
+            fix = (f"See `triton-doctor explain {explained}`." if explained else
+                   "Read the reason; `triton-doctor check` on the repository finds most load "
+                   "errors offline.")
+        yield Hit(
+            message=f"{model.name}"
+            + (f" version {model.version}" if model.version else "")
+            + f" is {state}: {reason}"
+            + (f" (explained by {explained})" if explained else ""),
+            triton_message=model.reason or None,
+            fix=fix,
+            model=model.name,
+            version=model.version or None,
+            evidence={"state": model.state, "explained_by": explained},
+        )
+
+
+def _busy(view: LiveView) -> Iterator[ModelRates]:
+    """Rates of the models with enough requests in the window to judge."""
+    least = view.threshold("min-requests")
+    return (rates for rates in view.rates if rates.requests + rates.failures >= least)
+
+
+def _instances(config: dict[str, Any]) -> int:
+    return sum(int(group.get("count", 1)) for group in config.get("instance_group", [])) or 1
+
+
+def _in_flight(rates: ModelRates) -> float:
+    """Average requests in the server at once over the window (Little's law)."""
+    return rates.request_ns / (rates.window_s * 1e9) if rates.window_s > 0 else 0.0
+
+
+@rule("TD611", "queue-backlog", "warning", "Requests wait in the queue longer than they compute",
+      scope="live", needs=("server",))
+def queue_backlog(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: over the window, the average time a request waits in the model's queue,
+    and its share of the whole request time. It fires at `queue-ms` (default 10 ms) and
+    `queue-share` (default 0.5) together, with at least `min-requests` (default 20) requests.
+
+    Why it matters: the model cannot keep up; latency grows with load and, with
+    `max_queue_size` or timeouts set, requests start being rejected.
+
+    Example: 2 instances each busy 40 ms per batch with 12 requests in flight → 60 ms queued
+    per request; `instance_group [ { count: 4 } ]` (or more GPUs) drains it.
+
+    Fix: add instances (`count`) while compute has headroom, scale out, or lower
+    `max_queue_delay_microseconds` when the batcher itself is what holds requests back.
+    """
+    for rates in _busy(view):
+        queue_ms, share = rates.queue_ms_per_request, rates.queue_share
+        if queue_ms is None or share is None:
+            continue
+        if queue_ms < view.threshold("queue-ms") or share < view.threshold("queue-share"):
+            continue
+        config = view.config(rates.model)
+        instances = _instances(config)
+        delay_us = int((config.get("dynamic_batching") or {}).get(
+            "max_queue_delay_microseconds", 0) or 0)
+        compute = rates.compute_ms_per_execution or 0.0
+        if delay_us / 1000 >= queue_ms * 0.5:
+            cause = (f"max_queue_delay_microseconds is {delay_us} µs: the batcher holds requests "
+                     "that long waiting for a fuller batch")
+            fix = (f"Lower max_queue_delay_microseconds (to about {max(100, delay_us // 10)}), or "
+                   "send requests concurrently so batches fill before the delay runs out.")
+        else:
+            wanted = max(instances + 1, round(instances / max(1e-9, 1 - share)))
+            cause = (f"{instances} instance(s) each busy {compute:.1f} ms per execution cannot "
+                     "keep up")
+            fix = (f"Raise the instance count: instance_group [ {{ count: {wanted} }} ] (if the "
+                   "GPU or CPU has headroom), or add replicas behind the load balancer.")
+        yield Hit(
+            message=f"{rates.model}: requests wait {queue_ms:.1f} ms in the queue on average, "
+            f"{share:.0%} of their time, at {rates.requests_per_s:.1f} requests/s; {cause}",
+            fix=fix,
+            model=rates.model,
+            version=rates.version,
+            evidence={"queue_ms_per_request": round(queue_ms, 3), "queue_share": round(share, 3),
+                      "requests_per_s": round(rates.requests_per_s, 2),
+                      "compute_ms_per_execution": round(compute, 3), "instances": instances,
+                      "max_queue_delay_us": delay_us, "window_s": round(rates.window_s, 2)},
+        )
+
+
+@rule("TD612", "low-batch-efficiency", "warning", "Batches stay far below max_batch_size",
+      scope="live", needs=("server",))
+def low_batch_efficiency(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: the average batch the model executed over the window (inferences ÷
+    executions) against its `max_batch_size`, for models that batch and had at least
+    `min-requests` requests. It fires below `batch-efficiency` (default 0.25) of
+    max_batch_size, and says why: no dynamic batcher, or requests that arrive one at a time.
+
+    Why it matters: a batching model running batches of 1 uses a fraction of the GPU it could;
+    throughput and cost per request are several times worse than they need to be.
+
+    Example: max_batch_size 32, average batch 1.0 with dynamic batching off → add
+    `dynamic_batching { max_queue_delay_microseconds: 500 }`.
+
+    Fix: enable the dynamic batcher (with a small max_queue_delay_microseconds), and send
+    requests concurrently (several client threads or async requests), not one after another.
+    """
+    for rates in _busy(view):
+        config = view.config(rates.model)
+        max_batch = int(config.get("max_batch_size", 0) or 0)
+        average = rates.average_batch
+        if max_batch <= 1 or average is None:
+            continue
+        if average >= view.threshold("batch-efficiency") * max_batch:
+            continue
+        batcher = config.get("dynamic_batching")
+        in_flight = _in_flight(rates)
+        if batcher is None:
+            why = "dynamic batching is off, so each request runs as it came"
+            fix = ("Enable the dynamic batcher: dynamic_batching { max_queue_delay_microseconds: "
+                   "100 } (raise the delay if batches stay small under load).")
+        elif in_flight < 2:
+            why = (f"requests arrive one at a time (on average {in_flight:.1f} in the server), so "
+                   "the batcher has nothing to merge")
+            fix = ("Send requests concurrently (client threads, async calls or several clients); "
+                   "batching needs several requests in the server at once.")
+        else:
+            delay = int(batcher.get("max_queue_delay_microseconds", 0) or 0)
+            why = (f"{in_flight:.1f} requests in flight but max_queue_delay_microseconds is "
+                   f"{delay}: the batcher does not wait for them")
+            fix = f"Raise max_queue_delay_microseconds (e.g. to {max(100, delay * 4)})."
+        yield Hit(
+            message=f"{rates.model}: average batch {average:.2f} of max_batch_size {max_batch} "
+            f"over {rates.executions} executions; {why}",
+            fix=fix,
+            model=rates.model,
+            version=rates.version,
+            evidence={"average_batch": round(average, 3), "max_batch_size": max_batch,
+                      "executions": rates.executions, "requests_in_flight": round(in_flight, 2),
+                      "dynamic_batching": batcher is not None},
+        )
+
+
+@rule("TD613", "failure-rate", "error", "Requests are failing", scope="live", needs=("server",))
+def failure_rate(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: the share of failed requests over the window, per model; it fires above
+    `failure-rate` (default 0.01) with at least `min-requests` requests. With metrics, the
+    failure reasons the server counts (BACKEND, REJECTED, CANCELED, OTHER) are given.
+
+    Why it matters: clients get errors. REJECTED means a full queue (`max_queue_size`) or a
+    timeout; BACKEND means the model itself raised.
+
+    Example: a Python model raising on malformed input for 5% of requests → validate inputs
+    and return an error response for those requests only.
+
+    Fix: for BACKEND failures read the server log for the model's exception; for REJECTED
+    raise `max_queue_size` or capacity (see TD611).
+    """
+    for rates in _busy(view):
+        share = rates.failure_share
+        if share is None or share <= view.threshold("failure-rate"):
+            continue
+        reasons = view.failure_reasons(rates.model)
+        named = ", ".join(f"{reason} {count:g}" for reason, count in sorted(reasons.items()))
+        yield Hit(
+            message=f"{rates.model}: {rates.failures} of {rates.failures + rates.requests} "
+            f"requests failed ({share:.1%}) in {rates.window_s:.0f} s"
+            + (f"; reasons: {named}" if named else ""),
+            fix="REJECTED: raise max_queue_size or capacity. BACKEND: the model raised; its "
+            "traceback is in the server log."
+            if "REJECTED" in reasons else "Read the model's errors in the server log (or the "
+            "clients' error messages) and fix the model or the requests.",
+            model=rates.model,
+            version=rates.version,
+            evidence={"failed": rates.failures, "succeeded": rates.requests,
+                      "failure_share": round(share, 4), **{f"reason_{k}": v
+                                                         for k, v in reasons.items()}},
+        )
+
+
+@rule("TD614", "high-p99-latency", "warning", "p99 request latency above the threshold",
+      scope="live", needs=("metrics",))
+def high_p99_latency(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: the 0.99 quantile of `nv_inference_request_summary_us` per model, which
+    the server exposes with `--metrics-config=summary_latencies=true`; it fires above
+    `p99-ms` (default 1000 ms). Without summaries nothing is judged.
+
+    Why it matters: the slowest requests time out at clients and load balancers long before
+    the average looks bad.
+
+    Example: p99 2.4 s with a p50 of 40 ms → a queue backlog (TD611) or a few huge inputs.
+
+    Fix: see TD611 for queueing; cap input sizes; give the model more instances.
+    """
+    limit = view.threshold("p99-ms")
+    for (model, version), value_us in view.summary_quantile(
+            "nv_inference_request_summary_us", 0.99).items():
+        if value_us / 1000 <= limit:
+            continue
+        yield Hit(
+            message=f"{model}: p99 request latency {value_us / 1000:.0f} ms (threshold "
+            f"{limit:g} ms)",
+            fix="Look for queueing (TD611) and for oversized requests; add instances.",
+            model=model,
+            version=version or None,
+            evidence={"p99_ms": round(value_us / 1000, 1), "threshold_ms": limit},
+        )
