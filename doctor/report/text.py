@@ -55,7 +55,8 @@ def render(result: Result, colour: bool = False) -> str:
     for model, group in groupby(result.findings, key=lambda f: f.model):
         findings = list(group)
         model_path = _model_path(model, findings)
-        out.append(style(model or "(repository)", "1") + (f"  {model_path}" if model_path else ""))
+        label = model or ("(server)" if findings[0].rule[2] in "678" else "(repository)")
+        out.append(style(label, "1") + (f"  {model_path}" if model_path else ""))
         for finding in findings:
             severity = f"{finding.severity!s:<8}"
             head = f"  {style(severity, COLOURS[finding.severity])}{finding.rule} {finding.name}"

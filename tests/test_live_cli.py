@@ -1,0 +1,131 @@
+"""``check --url`` and ``snapshot`` as a user runs them: exit codes, snapshots, bad sources."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import PYTHON_MODEL, run_cli, write_model
+from tests.server_harness import TritonServer
+
+CONFIG = """
+backend: "python"
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+
+
+@pytest.fixture(scope="module")
+def server(triton_server: Callable[..., TritonServer],
+           tmp_path_factory: pytest.TempPathFactory) -> TritonServer:
+    repository = tmp_path_factory.mktemp("live-cli") / "models"
+    write_model(repository, "echo", CONFIG, {"1/model.py": PYTHON_MODEL})
+    write_model(repository, "broken", CONFIG.replace("[ 4 ] } ]\noutput", "[ 0 ] } ]\noutput"),
+                {"1/model.py": PYTHON_MODEL})
+    return triton_server(repository, "--exit-on-error=false", wait_for="/v2/health/live")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts connections and never answers."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield int(listener.getsockname()[1])
+    stop.set()
+    thread.join()
+    for connection in accepted:
+        connection.close()
+    listener.close()
+
+
+def test_unreachable_server_exits_3_with_a_clear_message() -> None:
+    port = _free_port()
+    proc = run_cli("check", "--url", f"127.0.0.1:{port}", "--timeout", "2")
+    assert proc.returncode == 3
+    assert f"127.0.0.1:{port}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_hanging_server_exits_3_within_the_timeout(silent_port: int) -> None:
+    started = time.monotonic()
+    proc = run_cli("check", "--url", f"127.0.0.1:{silent_port}", "--timeout", "1")
+    assert proc.returncode == 3, proc.stderr
+    assert time.monotonic() - started < 15
+    assert "Traceback" not in proc.stderr
+
+
+def test_metrics_url_asked_for_but_unreachable_exits_3(server: TritonServer) -> None:
+    proc = run_cli("check", "--url", server.http_url, "--metrics-url",
+                   f"http://127.0.0.1:{_free_port()}/metrics", "--window", "0.2")
+    assert proc.returncode == 3 and "metrics" in proc.stderr.lower()
+
+
+def test_nothing_to_check_is_a_usage_error() -> None:
+    proc = run_cli("check")
+    assert proc.returncode == 2 and "--url" in proc.stderr
+
+
+def test_live_check_reports_the_broken_model_and_exits_1(server: TritonServer) -> None:
+    proc = run_cli("check", "--url", server.http_url, "--metrics-url", server.metrics_url,
+                   "--window", "0.5", "--format", "json")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    (finding,) = [f for f in report["findings"] if f["rule"] == "TD601"]
+    assert finding["model"] == "broken" and finding["evidence"]["explained_by"] == "TD212"
+
+
+def test_snapshot_round_trip_judges_the_same(server: TritonServer, tmp_path: Path) -> None:
+    saved = tmp_path / "incident.json"
+    url = server.http_url.replace("http://", "http://oncall:s3cret@")
+    proc = run_cli("snapshot", "--url", url, "--metrics-url", server.metrics_url,
+                   "--window", "0.5", "-o", str(saved))
+    assert proc.returncode == 0, proc.stderr
+    text = saved.read_text()
+    assert "s3cret" not in text and "oncall" not in text
+    data = json.loads(text)
+    assert data["schema"] == "triton-doctor/snapshot/v1"
+    assert len(data["evidence"]["server"]["samples"]) == 2
+    again = run_cli("check", "--snapshot", str(saved), "--format", "json")
+    assert again.returncode == 1
+    rules = {(f["rule"], f["model"]) for f in json.loads(again.stdout)["findings"]}
+    assert ("TD601", "broken") in rules
+
+
+@pytest.mark.parametrize("content", ["not json", '{"schema": "other/v9"}', '{"schema": 1}'])
+def test_a_bad_snapshot_is_a_usage_error(tmp_path: Path, content: str) -> None:
+    saved = tmp_path / "bad.json"
+    saved.write_text(content)
+    proc = run_cli("check", "--snapshot", str(saved))
+    assert proc.returncode == 2 and str(saved) in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_snapshot_cannot_be_combined_with_a_url(tmp_path: Path) -> None:
+    proc = run_cli("check", "--snapshot", str(tmp_path / "x.json"), "--url", "localhost:1")
+    assert proc.returncode == 2 and "alone" in proc.stderr
