@@ -95,6 +95,54 @@ def model_not_ready(view: LiveView) -> Iterator[Hit]:
         )
 
 
+@rule("TD602", "server-answers-badly", "warning", "The server or its metrics answered with errors",
+      scope="live", needs=("server",))
+def server_answers_badly(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: the server is live and ready, each endpoint triton-doctor read answered
+    (repository index, configs, statistics, shared-memory status), and the metrics page parsed
+    without unreadable lines. Not live or not ready is an error; the rest are warnings naming
+    the endpoint and its answer.
+
+    Why it matters: a server that is not ready fails health checks and is taken out of load
+    balancing; endpoints answering 500 or garbage usually mean a proxy in front of it, an
+    overloaded server, or the wrong port, and every conclusion drawn from them is weaker.
+
+    Example: `GET /v2/models/stats: HTTP 500` behind an ingress → point --url at the server's
+    own port 8000.
+
+    Fix: check that --url is tritonserver's HTTP port (not a proxy or the metrics port); read
+    the server log for the failing endpoint.
+    """
+    assert view.server is not None
+    server = view.server
+    if not server.live:
+        yield Hit(message=f"{server.url} is not live (/v2/health/live did not answer 200)",
+                  fix="Check the server process and its log.", severity=Severity.ERROR,
+                  evidence={"live": False})
+    elif not server.ready:
+        down = [m.name for m in server.models if m.state != "READY"]
+        yield Hit(message=f"{server.url} is live but not ready"
+                  + (f": models not ready: {', '.join(down[:8])}" if down else ""),
+                  fix="See TD601 for each model that is not ready; with strict readiness the "
+                  "server is ready only when every model is.", severity=Severity.ERROR,
+                  evidence={"ready": False})
+    errors = dict(server.errors)
+    for sample in server.samples:
+        errors.update(sample.errors)
+    for endpoint, why in sorted(errors.items()):
+        yield Hit(message=f"{endpoint}: {why}",
+                  fix="Check that --url is the server's own HTTP port, and read its log.",
+                  evidence={"endpoint": endpoint})
+    scrapes = view.metrics.scrapes if view.metrics else []
+    bad = max((scrape.bad_lines for scrape in scrapes), default=0)
+    if bad:
+        yield Hit(message=f"the metrics page has {bad} lines that are not Prometheus text "
+                  "(they were skipped)",
+                  fix="Check --metrics-url points at tritonserver's /metrics, not a proxy page.",
+                  evidence={"bad_lines": bad})
+
+
 def _busy(view: LiveView) -> Iterator[ModelRates]:
     """Rates of the models with enough requests in the window to judge."""
     least = view.threshold("min-requests")

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -129,3 +132,93 @@ def test_a_bad_snapshot_is_a_usage_error(tmp_path: Path, content: str) -> None:
 def test_snapshot_cannot_be_combined_with_a_url(tmp_path: Path) -> None:
     proc = run_cli("check", "--snapshot", str(tmp_path / "x.json"), "--url", "localhost:1")
     assert proc.returncode == 2 and "alone" in proc.stderr
+
+
+class _Fake(BaseHTTPRequestHandler):
+    """A server that answers like a broken Triton (or a proxy in front of one)."""
+
+    routes: ClassVar[dict[str, tuple[int, bytes]]] = {}
+
+    def _answer(self) -> None:
+        status, body = self.routes.get(self.path, self.routes.get("*", (404, b"")))
+        if status == 0:  # drop the connection without answering
+            self.close_connection = True
+            self.connection.close()
+            return
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+Fake = Callable[[dict[str, tuple[int, bytes]]], str]
+
+
+@pytest.fixture
+def fake() -> Iterator[Fake]:
+    servers: list[ThreadingHTTPServer] = []
+
+    def start(routes: dict[str, tuple[int, bytes]]) -> str:
+        handler = type("Handler", (_Fake,), {"routes": routes})
+        server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    yield start
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+LIVE_OK = {"/v2/health/live": (200, b""), "/v2/health/ready": (200, b""),
+           "/v2": (200, b'{"name":"triton","version":"2.51.0","extensions":[]}'),
+           "/v2/repository/index": (200, b"[]"), "/v2/models/stats": (200, b'{"model_stats":[]}'),
+           "/v2/systemsharedmemory/status": (200, b"[]"),
+           "/v2/cudasharedmemory/status": (200, b"[]")}
+METRICS_OK = b"# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization 0.5\n"
+
+
+def _live_check(url: str, metrics: str) -> subprocess.CompletedProcess[str]:
+    return run_cli("check", "--url", url, "--metrics-url", metrics, "--window", "0.2",
+                   "--timeout", "2", "--format", "json")
+
+
+def _td602(proc: subprocess.CompletedProcess[str]) -> list[str]:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [f["message"] for f in json.loads(proc.stdout)["findings"] if f["rule"] == "TD602"]
+
+
+def test_server_answering_500_is_reported_not_crashed_on(fake: Fake) -> None:
+    url = fake({"/v2/health/live": (200, b""), "*": (500, b'{"error":"internal"}')})
+    proc = _live_check(url, fake({"/metrics": (200, METRICS_OK)}) + "/metrics")
+    assert proc.returncode == 1
+    assert any("500" in message for message in _td602(proc))
+
+
+def test_invalid_json_from_the_server_is_reported(fake: Fake) -> None:
+    routes = dict(LIVE_OK)
+    routes["/v2/repository/index"] = (200, b"<html>not json</html>")
+    proc = _live_check(fake(routes), fake({"/metrics": (200, METRICS_OK)}) + "/metrics")
+    assert proc.returncode == 0
+    assert any("/v2/repository/index" in message for message in _td602(proc))
+
+
+def test_garbage_lines_on_the_metrics_page_are_counted(fake: Fake) -> None:
+    page = METRICS_OK + b"<<< garbage >>>\n\x00\x01 not a metric\n" + METRICS_OK
+    proc = _live_check(fake(LIVE_OK), fake({"/metrics": (200, page)}) + "/metrics")
+    assert proc.returncode == 0
+    assert any("2 lines" in message for message in _td602(proc))
+
+
+def test_connection_dropped_mid_run_gives_partial_evidence(fake: Fake) -> None:
+    routes = dict(LIVE_OK)
+    routes["/v2/models/stats"] = (0, b"")
+    proc = _live_check(fake(routes), fake({"/metrics": (200, METRICS_OK)}) + "/metrics")
+    assert proc.returncode in (1, 3), proc.stderr
+    assert "Traceback" not in proc.stderr
