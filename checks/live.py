@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from triton_doctor.checks.unavailable import SourceUnavailable
-from triton_doctor.evidence import Evidence
+from triton_doctor.evidence import Evidence, GpuEvidence
 
 DEFAULT_HTTP_PORT = 8000
 DEFAULT_METRICS_PORT = 8002
@@ -75,6 +75,7 @@ def collect_live(
         raise Unreachable(str(error)) from None
     metrics_url = request.metrics_url or metrics_url_for(url)
     scrapes = _scrape(evidence, metrics.scrape, metrics_url, request)
+    earlier_gpu = _read_gpu(evidence)
     sleep(request.window_s)
     try:
         evidence.server.samples.append(server.sample(url, request.timeout_s))
@@ -82,6 +83,11 @@ def collect_live(
         evidence.server.errors["second sample"] = str(error)
     if scrapes is not None:
         _scrape(evidence, metrics.scrape, metrics_url, request)
+    if earlier_gpu is not None:
+        later_gpu = _read_gpu(evidence)
+        if later_gpu is not None:
+            _with_trend(later_gpu, earlier_gpu)
+        evidence.gpu = later_gpu
     _collect_surroundings(evidence, request, url)
 
 
@@ -104,13 +110,28 @@ def _scrape(evidence: Evidence, scrape: Callable[..., object], url: str,
     return result
 
 
-def _collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> None:
-    from triton_doctor.checks import container, gpu, host, logs
+def _read_gpu(evidence: Evidence) -> GpuEvidence | None:
+    from triton_doctor.checks import gpu
 
     try:
-        evidence.gpu = gpu.collect_gpu()
+        return gpu.collect_gpu()
     except SourceUnavailable as error:
         evidence.unavailable["gpu"] = str(error)
+        return None
+
+
+def _with_trend(later: GpuEvidence, earlier: GpuEvidence) -> None:
+    """Record each GPU's memory at the window's start next to its reading at the end."""
+    before = {device.uuid or str(device.index): device for device in earlier.devices}
+    for device in later.devices:
+        found = before.get(device.uuid or str(device.index))
+        if found is not None:
+            device.memory_used_earlier_bytes = found.memory_used_bytes
+
+
+def _collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> None:
+    from triton_doctor.checks import container, host, logs
+
     try:
         evidence.container = container.collect_container(url, request.container)
     except SourceUnavailable as error:

@@ -343,6 +343,9 @@ class GpuDevice:
     compute_capability: str = ""
     memory_total_bytes: int = 0
     memory_used_bytes: int = 0
+    #: Memory used at the start of the window (the reading above is from its end), for the
+    #: trend; None when only one reading was taken.
+    memory_used_earlier_bytes: int | None = None
     utilization_percent: int | None = None
     mig_enabled: bool | None = None
     ecc_uncorrected_errors: int | None = None

@@ -33,6 +33,8 @@ THRESHOLDS: dict[str, float] = {
     "batch-efficiency": 0.25,
     # Failed requests above this share.
     "failure-rate": 0.01,
+    # Compute time per execution in the window above this multiple of its average before.
+    "compute-growth": 1.5,
     # p99 request latency above this (from summaries, when the server exposes them).
     "p99-ms": 1000.0,
     # GPU memory used, and /dev/shm used, above these shares of the total.
@@ -137,11 +139,36 @@ class LiveView:
         found = self.models.get(model)
         return found.config or {} if found else {}
 
+    def instances(self, model: str) -> int:
+        """Instances the server runs of ``model`` (its groups' counts; at least 1)."""
+        groups = self.config(model).get("instance_group", [])
+        return sum(int(group.get("count", 1) or 1) for group in groups) or 1
+
+    def gpu_instance_footprints(self) -> list[tuple[str, int]]:
+        """(model, GPU bytes per instance) from the server's latest statistics."""
+        samples = self.server.samples if self.server else []
+        if not samples:
+            return []
+        return [
+            (stats.name, stats.memory_bytes["GPU"] // self.instances(stats.name))
+            for stats in samples[-1].stats if stats.memory_bytes.get("GPU")
+        ]
+
     @cached_property
     def window(self) -> tuple[ServerSample, ServerSample] | None:
         """The first and last server samples, when there are two."""
         samples = self.server.samples if self.server else []
         return (samples[0], samples[-1]) if len(samples) >= 2 else None
+
+    def earlier_compute_ms(self, model: str, version: str) -> tuple[float, int] | None:
+        """(compute ms per execution, executions) from load until the window began."""
+        if self.window is None:
+            return None
+        for stats in self.window[0].stats:
+            if (stats.name, stats.version) == (model, version) and stats.execution_count:
+                total = stats.compute_input_ns + stats.compute_infer_ns + stats.compute_output_ns
+                return total / stats.execution_count / NS_PER_MS, stats.execution_count
+        return None
 
     @cached_property
     def rates(self) -> list[ModelRates]:

@@ -25,8 +25,9 @@ def _caveat(view: LiveView) -> str:
 def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: used ÷ total memory of each GPU (NVML), against `gpu-memory` (default
-    0.9); above 0.97 it is an error. The evidence lists the processes holding memory, and the
-    GPU instances the server's models run on it.
+    0.9; above 0.97 it is an error), its change over the window, and whether one more
+    instance of the server's biggest model (its GPU memory ÷ its instances, from the server's
+    statistics) would still fit in what is free.
 
     Why it matters: the next model load, a larger batch or ONNX Runtime's arena growing fails
     with CUDA out-of-memory, and the model goes UNAVAILABLE mid-incident.
@@ -40,24 +41,35 @@ def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
     """
     assert view.gpu is not None
     limit = view.threshold("gpu-memory")
+    biggest = max(view.gpu_instance_footprints(), key=lambda pair: pair[1], default=None)
     for device in view.gpu.devices:
         if not device.memory_total_bytes:
             continue
         share = device.memory_used_bytes / device.memory_total_bytes
-        if share < limit:
+        free = device.memory_total_bytes - device.memory_used_bytes
+        no_room = biggest is not None and biggest[1] > free
+        if share < limit and not no_room:
             continue
-        free_mib = (device.memory_total_bytes - device.memory_used_bytes) / MIB
+        free_mib = free / MIB
+        trend = ""
+        if device.memory_used_earlier_bytes is not None:
+            grown = (device.memory_used_bytes - device.memory_used_earlier_bytes) / MIB
+            trend = f", {grown:+.0f} MiB over the window"
+        room = (f"; one more instance of {biggest[0]} needs about {biggest[1] / MIB:.0f} MiB"
+                if biggest is not None and no_room else "")
         holders = ", ".join(
             f"pid {p.pid}" + (f" {p.used_bytes / MIB:.0f} MiB" if p.used_bytes else "")
             for p in device.processes[:6]
         )
         yield Hit(
             message=f"GPU {device.index} ({device.name}) has {share:.0%} of its memory in use, "
-            f"{free_mib:.0f} MiB free" + (f"; held by {holders}" if holders else ""),
+            f"{free_mib:.0f} MiB free{trend}{room}" + (f"; held by {holders}" if holders else ""),
             fix="Run fewer instances per GPU, spread models across GPUs with gpus: [...], or "
             "cap framework memory pools (ONNX Runtime arena, PyTorch caching allocator).",
             evidence={"gpu": device.index, "used_bytes": device.memory_used_bytes,
-                      "total_bytes": device.memory_total_bytes, "used_share": round(share, 4)},
+                      "total_bytes": device.memory_total_bytes, "used_share": round(share, 4),
+                      "used_earlier_bytes": device.memory_used_earlier_bytes,
+                      "biggest_instance_bytes": biggest[1] if biggest else None},
             severity=Severity.ERROR if share >= 0.97 else None,
         )
 

@@ -8,7 +8,6 @@ settings (``[thresholds]``), with the defaults each rule's docs give.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.live_view import LiveView, ModelRates
@@ -149,10 +148,6 @@ def _busy(view: LiveView) -> Iterator[ModelRates]:
     return (rates for rates in view.rates if rates.requests + rates.failures >= least)
 
 
-def _instances(config: dict[str, Any]) -> int:
-    return sum(int(group.get("count", 1)) for group in config.get("instance_group", [])) or 1
-
-
 def _in_flight(rates: ModelRates) -> float:
     """Average requests in the server at once over the window (Little's law)."""
     return rates.request_ns / (rates.window_s * 1e9) if rates.window_s > 0 else 0.0
@@ -182,7 +177,7 @@ def queue_backlog(view: LiveView) -> Iterator[Hit]:
         if queue_ms < view.threshold("queue-ms") or share < view.threshold("queue-share"):
             continue
         config = view.config(rates.model)
-        instances = _instances(config)
+        instances = view.instances(rates.model)
         delay_us = int((config.get("dynamic_batching") or {}).get(
             "max_queue_delay_microseconds", 0) or 0)
         compute = rates.compute_ms_per_execution or 0.0
@@ -299,6 +294,43 @@ def failure_rate(view: LiveView) -> Iterator[Hit]:
             evidence={"failed": rates.failures, "succeeded": rates.requests,
                       "failure_share": round(share, 4), **{f"reason_{k}": v
                                                          for k, v in reasons.items()}},
+        )
+
+
+@rule("TD615", "compute-time-growing", "warning", "Each execution takes longer than it used to",
+      scope="live", needs=("server",))
+def compute_time_growing(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: a model's compute time per execution over the window against its average
+    from load until the window began (at least 100 executions before); it fires above
+    `compute-growth` (default 1.5) times, with at least `min-requests` requests.
+
+    Why it matters: a model that slows down under steady traffic is contending for the GPU
+    (another process, a co-located model, thermal or power throttling), leaking memory, or
+    getting bigger inputs; queues follow.
+
+    Example: 12 ms per execution since load, 31 ms in the last 5 s → look at what else runs
+    on the GPU and at its clocks.
+
+    Fix: check GPU sharing (nvidia-smi), throttling and input sizes; give the model a GPU of
+    its own or fewer co-located instances.
+    """
+    growth = view.threshold("compute-growth")
+    for rates in _busy(view):
+        now = rates.compute_ms_per_execution
+        before = view.earlier_compute_ms(rates.model, rates.version)
+        if now is None or before is None or before[1] < 100 or before[0] <= 0:
+            continue
+        if now < growth * before[0]:
+            continue
+        yield Hit(
+            message=f"{rates.model}: {now:.1f} ms of compute per execution in the window, "
+            f"{before[0]:.1f} ms on average over its {before[1]} executions before",
+            fix="Look for GPU contention (nvidia-smi), throttling, or larger inputs.",
+            model=rates.model,
+            version=rates.version,
+            evidence={"compute_ms_now": round(now, 3), "compute_ms_before": round(before[0], 3),
+                      "executions_before": before[1]},
         )
 
 

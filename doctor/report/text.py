@@ -73,7 +73,8 @@ def render(result: Result, colour: bool = False) -> str:
     counts = summary(result)
     affected = len({f.model for f in result.findings})
     tally = ", ".join(_plural(counts[str(s)], str(s)) for s in reversed(Severity))
-    line = f"{tally} in {affected} of {_plural(result.models, 'model')}"
+    line = (f"{tally} in {affected} of {_plural(result.models, 'model')}" if result.models
+            else tally)
     line += f" · {result.rules_run} rules" + (
         f", {counts['skipped']} skipped" if counts["skipped"] else ""
     )
