@@ -8,6 +8,8 @@ Tests that need the server depend on ``triton_install`` (directly or through
 from __future__ import annotations
 
 import os
+import socket
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NoReturn
@@ -70,3 +72,30 @@ def triton_server(
     yield make
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A local port that accepts connections and never answers: a hung server."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.1)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield int(listener.getsockname()[1])
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    listener.close()

@@ -41,33 +41,6 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A port that accepts connections and never answers."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(8)
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                accepted.append(listener.accept()[0])
-            except OSError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield int(listener.getsockname()[1])
-    stop.set()
-    thread.join()
-    for connection in accepted:
-        connection.close()
-    listener.close()
-
-
 def test_unreachable_server_exits_3_with_a_clear_message() -> None:
     port = _free_port()
     proc = run_cli("check", "--url", f"127.0.0.1:{port}", "--timeout", "2")

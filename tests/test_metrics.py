@@ -337,33 +337,6 @@ def test_not_a_url() -> None:
         scrape("not-a-url", 1)
 
 
-@pytest.fixture
-def silent_port() -> Iterator[int]:
-    """A server that accepts connections and never answers."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.1)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield int(listener.getsockname()[1])
-    stop.set()
-    thread.join()
-    for connection in held:
-        connection.close()
-    listener.close()
-
-
 def test_a_server_that_never_answers(silent_port: int) -> None:
     started = time.monotonic()
     message = _unavailable(f"http://127.0.0.1:{silent_port}/metrics", timeout=1.0)
