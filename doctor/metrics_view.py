@@ -73,12 +73,7 @@ class MetricsView:
         scrapes = evidence.scrapes
         self._first = _Index(scrapes[0]) if scrapes else None
         self._last = _Index(scrapes[-1]) if len(scrapes) >= 2 else self._first
-        self._window = scrapes[-1].at - scrapes[0].at if len(scrapes) >= 2 else None
-
-    @property
-    def window_seconds(self) -> float | None:
-        """Seconds between the first and the last scrape; None with fewer than two."""
-        return self._window
+        self._two_scrapes = len(scrapes) >= 2
 
     @cached_property
     def names(self) -> frozenset[str]:
@@ -100,7 +95,7 @@ class MetricsView:
         series went down (a counter reset). A series new in the last scrape counts from 0:
         Triton creates a model's counters at 0 when it loads.
         """
-        if self._window is None or self._first is None or self._last is None:
+        if not self._two_scrapes or self._first is None or self._last is None:
             return None
         matched = self._last.select(name, labels)
         if not matched:
@@ -117,20 +112,6 @@ class MetricsView:
                 key = _model_key(sample)
                 totals[key] = totals.get(key, 0.0) + sample.value
         return totals
-
-    def deltas_per_model(self, name: str) -> dict[ModelKey, float | None]:
-        """``delta`` by (model, version); None for a model whose counter went back.
-
-        Empty with fewer than two scrapes.
-        """
-        if self._window is None or self._first is None or self._last is None:
-            return {}
-        before = self._first.series(name)
-        grouped: dict[ModelKey, list[MetricSample]] = {}
-        for model_samples in self._last.by_model(name).values():
-            for sample in model_samples:
-                grouped.setdefault(_model_key(sample), []).append(sample)
-        return {key: _increase(samples, before) for key, samples in grouped.items()}
 
     def quantile(self, name: str, model: str, q: float, version: str | None = None,
                  ) -> float | None:

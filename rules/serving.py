@@ -100,8 +100,8 @@ def server_answers_badly(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the server is live and ready, each endpoint triton-doctor read answered
     (repository index, configs, statistics, shared-memory status), and the metrics page parsed
-    without unreadable lines. Not live or not ready is an error; the rest are warnings naming
-    the endpoint and its answer.
+    without unreadable lines and holds per-model families when models are READY. Not live or
+    not ready is an error; the rest are warnings naming the endpoint and its answer.
 
     Why it matters: a server that is not ready fails health checks and is taken out of load
     balancing; endpoints answering 500 or garbage usually mean a proxy in front of it, an
@@ -134,6 +134,14 @@ def server_answers_badly(view: LiveView) -> Iterator[Hit]:
                   fix="Check that --url is the server's own HTTP port, and read its log.",
                   evidence={"endpoint": endpoint})
     scrapes = view.metrics.scrapes if view.metrics else []
+    ready = [m.name for m in server.models if m.state == "READY"]
+    metrics = view.metrics_view
+    if metrics is not None and ready and not any(
+            name.startswith("nv_inference_") for name in metrics.names):
+        yield Hit(message="the metrics page has no per-model families (nv_inference_*) while "
+                  f"{len(ready)} model(s) are READY: it may be another server's page",
+                  fix="Point --metrics-url at this server's metrics port (default 8002).",
+                  evidence={"ready_models": len(ready)})
     bad = max((scrape.bad_lines for scrape in scrapes), default=0)
     if bad:
         yield Hit(message=f"the metrics page has {bad} lines that are not Prometheus text "
@@ -181,6 +189,9 @@ def queue_backlog(view: LiveView) -> Iterator[Hit]:
         delay_us = int((config.get("dynamic_batching") or {}).get(
             "max_queue_delay_microseconds", 0) or 0)
         compute = rates.compute_ms_per_execution or 0.0
+        metrics = view.metrics_view
+        pending = metrics.value("nv_inference_pending_request_count",
+                                model=rates.model) if metrics else None
         if delay_us / 1000 >= queue_ms * 0.5:
             cause = (f"max_queue_delay_microseconds is {delay_us} µs: the batcher holds requests "
                      "that long waiting for a fuller batch")
@@ -194,14 +205,16 @@ def queue_backlog(view: LiveView) -> Iterator[Hit]:
                    "GPU or CPU has headroom), or add replicas behind the load balancer.")
         yield Hit(
             message=f"{rates.model}: requests wait {queue_ms:.1f} ms in the queue on average, "
-            f"{share:.0%} of their time, at {rates.requests_per_s:.1f} requests/s; {cause}",
+            f"{share:.0%} of their time, at {rates.requests_per_s:.1f} requests/s"
+            + (f", {pending:g} pending now" if pending else "") + f"; {cause}",
             fix=fix,
             model=rates.model,
             version=rates.version,
             evidence={"queue_ms_per_request": round(queue_ms, 3), "queue_share": round(share, 3),
                       "requests_per_s": round(rates.requests_per_s, 2),
                       "compute_ms_per_execution": round(compute, 3), "instances": instances,
-                      "max_queue_delay_us": delay_us, "window_s": round(rates.window_s, 2)},
+                      "max_queue_delay_us": delay_us, "window_s": round(rates.window_s, 2),
+                      "pending_requests": pending},
         )
 
 

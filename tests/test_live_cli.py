@@ -76,6 +76,19 @@ def test_live_check_reports_the_broken_model_and_exits_1(server: TritonServer) -
     assert finding["model"] == "broken" and finding["evidence"]["explained_by"] == "TD212"
 
 
+def test_repository_and_server_together(server: TritonServer) -> None:
+    """``check REPO --url``: static and live findings in one report, the server's refusal
+    explained by the static finding on the same model, the release taken from the server."""
+    proc = run_cli("check", str(server.repository), "--url", server.http_url, "--metrics-url",
+                   server.metrics_url, "--window", "0.5", "--format", "json")
+    report = json.loads(proc.stdout)
+    rules = {(f["rule"], f["model"]) for f in report["findings"]}
+    assert {("TD212", "broken"), ("TD601", "broken")} <= rules
+    (live,) = [f for f in report["findings"] if f["rule"] == "TD601"]
+    assert live["evidence"]["explained_by"] == "TD212"
+    assert set(report["target"]) == {"repository", "server"}
+
+
 def test_snapshot_round_trip_judges_the_same(server: TritonServer, tmp_path: Path) -> None:
     saved = tmp_path / "incident.json"
     url = server.http_url.replace("http://", "http://oncall:s3cret@")
