@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from triton_doctor.checks.unavailable import SourceUnavailable
-from triton_doctor.evidence import Evidence, GpuEvidence
+from triton_doctor.evidence import Evidence, GpuEvidence, MetricsEvidence, MetricsScrape
 
 DEFAULT_HTTP_PORT = 8000
 DEFAULT_METRICS_PORT = 8002
@@ -91,10 +91,8 @@ def collect_live(
     _collect_surroundings(evidence, request, url)
 
 
-def _scrape(evidence: Evidence, scrape: Callable[..., object], url: str,
-            request: LiveRequest) -> object | None:
-    from triton_doctor.evidence import MetricsEvidence, MetricsScrape
-
+def _scrape(evidence: Evidence, scrape: Callable[[str, float], MetricsScrape], url: str,
+            request: LiveRequest) -> MetricsScrape | None:
     try:
         result = scrape(url, request.timeout_s)
     except SourceUnavailable as error:
@@ -103,7 +101,6 @@ def _scrape(evidence: Evidence, scrape: Callable[..., object], url: str,
         if request.metrics_url:
             raise Unreachable(str(error)) from None
         return None
-    assert isinstance(result, MetricsScrape)
     if evidence.metrics is None:
         evidence.metrics = MetricsEvidence(url=without_credentials(url))
     evidence.metrics.scrapes.append(result)
