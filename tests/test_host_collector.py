@@ -29,7 +29,7 @@ CREATOR = """
 import mmap, os, sys
 path, how = sys.argv[1], sys.argv[2]
 fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
-os.ftruncate(fd, 8192)
+os.write(fd, b"x" * 8192)  # written, not truncated: a sparse file would occupy no space
 if how == "map":
     region = mmap.mmap(fd, 8192)
     os.close(fd)
