@@ -280,7 +280,9 @@ def failure_rate(view: LiveView) -> Iterator[Hit]:
     failure reasons the server counts (BACKEND, REJECTED, CANCELED, OTHER) are given.
 
     Why it matters: clients get errors. REJECTED means a full queue (`max_queue_size`) or a
-    timeout; BACKEND means the model itself raised.
+    timeout; BACKEND means the model itself raised. An error a Python model *returns* in its
+    response (`InferenceResponse(error=...)`) reaches the client as HTTP 500 but the server
+    (2.51) counts it as a success, so it is invisible here and in the metrics.
 
     Example: a Python model raising on malformed input for 5% of requests → validate inputs
     and return an error response for those requests only.
