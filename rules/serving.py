@@ -26,6 +26,7 @@ REASON_RULES: tuple[tuple[str, str], ...] = (
     ("unexpected inference output", "TD304"),
     ("inputs, model provides", "TD303"),
     ("configuration expects datatype", "TD305"),
+    ("the model expects dims [", "TD309"),  # the Python backend's wording
     ("the model expects", "TD306"),
     ("autofill failed", "TD308"),
     ("auto-complete-config", "TD309"),
