@@ -7,12 +7,11 @@ the tail is kept; a pipe (``--log <(kubectl logs pod)``) is read through, keepin
 from __future__ import annotations
 
 import collections
-import errno
 import os
 import stat
 from typing import BinaryIO
 
-from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.checks.unavailable import SourceUnavailable, describe_os_error
 from triton_doctor.evidence import ContainerEvidence, LogEvidence
 
 BLOCK_BYTES = 64 * 1024
@@ -41,7 +40,7 @@ def read_log(path: str, max_lines: int = 2000) -> LogEvidence:
             else:
                 raise SourceUnavailable(f"cannot read the log {path}: not a file or a pipe")
     except OSError as error:
-        raise SourceUnavailable(f"cannot read the log {path}: {_why(error)}") from None
+        raise SourceUnavailable(f"cannot read the log {path}: {describe_os_error(error)}") from None
     if data.startswith(b"\x1f\x8b"):
         raise SourceUnavailable(f"cannot read the log {path}: gzip-compressed; zcat it first")
     # Runs of NUL are the hole a copytruncate rotation leaves before the writer's next line.
@@ -53,15 +52,6 @@ def read_log(path: str, max_lines: int = 2000) -> LogEvidence:
         lines.pop()
     return LogEvidence(source=path, lines=lines[-max_lines:] if max_lines > 0 else [])
 
-
-def _why(error: OSError) -> str:
-    if error.errno == errno.ENOENT:
-        return "no such file"
-    if error.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    if error.errno == errno.EISDIR:
-        return "a directory"
-    return error.strerror or str(error)
 
 
 def _tail_of_file(file: BinaryIO, max_lines: int) -> bytes:

@@ -6,13 +6,13 @@ anything from the repository.
 
 from __future__ import annotations
 
-import errno
 import os
 from pathlib import Path
 
 from triton_doctor import model_config, normalize
 from triton_doctor.checks.formats import read_model_file
 from triton_doctor.checks.python_source import read_python_source
+from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ConfigFile, ModelDir, RepositoryEvidence, Subdir
 from triton_doctor.view import read_version_dir
 
@@ -25,18 +25,14 @@ MAX_TREE_ENTRIES = 5000
 DATA_DIRS = ("warmup/", "initial_state/")
 
 
+def _describe(error: OSError) -> str:
+    # Entries were listed a moment before: one that is gone now is a dangling link.
+    return describe_os_error(error, missing="does not exist (dangling symbolic link?)")
+
+
 class TargetError(Exception):
     """The repository path itself cannot be checked (missing, not a directory, unreadable)."""
 
-
-def _describe(error: OSError) -> str:
-    if error.errno == errno.ELOOP:
-        return "symbolic link loop"
-    if error.errno in (errno.EACCES, errno.EPERM):
-        return "permission denied"
-    if error.errno == errno.ENOENT:
-        return "does not exist (dangling symbolic link?)"
-    return error.strerror or str(error)
 
 
 def collect_repository(path: str | Path, config_name: str | None = None) -> RepositoryEvidence:

@@ -152,7 +152,7 @@ class ModelView:
             return None
         filename = config.default_model_filename or "model.py"
         for sub in self.dir.subdirs:
-            if sub.name == str(self.loaded_versions[0]):
+            if sub.name == version_dir_name(self.loaded_versions[0]):
                 return next((s for s in sub.python if s.name == filename), None)
         return None
 
