@@ -201,3 +201,42 @@ def test_package_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)
     with pytest.raises(SourceUnavailable, match="pip install nvidia-ml-py"):
         collect_gpu()
+
+
+def test_captured_h200_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers captured from a real H200: the collector reads every field of a data-centre GPU."""
+    _install(monkeypatch, _recorded("h200-idle.json"))
+    evidence = collect_gpu()
+    (device,) = evidence.devices
+    assert (evidence.driver_version, evidence.cuda_driver_version) == ("580.159.04", "13.0")
+    assert (device.name, device.compute_capability) == ("NVIDIA H200", "9.0")
+    assert device.memory_total_bytes == 150754820096
+    assert (device.mig_enabled, device.ecc_uncorrected_errors, device.processes) == (
+        False, 0, [])
+    assert evidence.errors == {}
+
+
+def _judged_gpu(monkeypatch: pytest.MonkeyPatch, earlier: str, later: str) -> list[str]:
+    from triton_doctor.checks.live import _with_trend
+    from triton_doctor.engine import run
+    from triton_doctor.evidence import Evidence
+    from triton_doctor.registry import select_rules
+
+    _install(monkeypatch, _recorded(earlier))
+    before = collect_gpu()
+    _install(monkeypatch, _recorded(later))
+    after = collect_gpu()
+    _with_trend(after, before)
+    evidence = Evidence(gpu=after, unavailable={"server": "GPU only"})
+    return [f"{f.rule} {f.message}" for f in run(evidence, select_rules(["TD7"], [])).findings]
+
+
+def test_captured_h200_filling_up_is_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
+    (finding,) = _judged_gpu(monkeypatch, "h200-idle.json", "h200-95-percent-full.json")
+    assert finding.startswith("TD701 GPU 0 (NVIDIA H200) has 95% of its memory in use")
+    assert "+136587 MiB over the window" in finding
+    assert "pid 468 136578 MiB" in finding
+
+
+def test_captured_h200_idle_is_not_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _judged_gpu(monkeypatch, "h200-idle.json", "h200-idle.json") == []

@@ -208,3 +208,13 @@ def test_connection_dropped_mid_run_gives_partial_evidence(fake: Fake) -> None:
     proc = _live_check(fake(routes), fake({"/metrics": (200, METRICS_OK)}) + "/metrics")
     assert proc.returncode in (1, 3), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_snapshot_captured_on_a_real_h200_is_judged() -> None:
+    """Evidence triton-doctor's own collector gathered on a real GPU filled to 95 %."""
+    saved = Path(__file__).resolve().parent.parent / "fixtures" / "recorded" / "device"
+    proc = run_cli("check", "--snapshot", str(saved / "h200-gpu-pressure.snapshot.json"),
+                   "--format", "json", "--select", "TD7")
+    report = json.loads(proc.stdout)
+    assert [f["rule"] for f in report["findings"]] == ["TD701"]
+    assert proc.returncode == 0  # a warning: below --fail-on error
