@@ -176,6 +176,7 @@ def _describe(container: Any, failures: tuple[type[Exception], ...]) -> Containe
         mounts=[_mount(mount) for mount in attrs.get("Mounts") or []],
         restart_count=attrs.get("RestartCount") or 0,
         oom_killed=bool(state.get("OOMKilled")),
+        started_at=state.get("StartedAt") or "",
     )
     if not evidence.image or evidence.image.startswith("sha256:"):
         # Run from an image id: the image's tags name it, when it still has any.

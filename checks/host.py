@@ -98,6 +98,9 @@ def collect_host(server_pids: list[int] | None = None) -> HostEvidence:
         else sorted(pid for pid, command in processes.items() if _is_server(command))
     )
     evidence.server_rss_bytes = _rss(psutil, evidence.server_pids)
+    if len(evidence.server_pids) == 1:
+        with contextlib.suppress(psutil.Error):
+            evidence.server_started_at = psutil.Process(evidence.server_pids[0]).create_time()
     return evidence
 
 

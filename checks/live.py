@@ -75,7 +75,7 @@ def collect_live(
         raise Unreachable(str(error)) from None
     metrics_url = request.metrics_url or metrics_url_for(url)
     scrapes = _scrape(evidence, metrics.scrape, metrics_url, request)
-    earlier_gpu = _read_gpu(evidence)
+    earlier_gpu = read_gpu(evidence)
     sleep(request.window_s)
     try:
         evidence.server.samples.append(server.sample(url, request.timeout_s))
@@ -84,11 +84,11 @@ def collect_live(
     if scrapes is not None:
         _scrape(evidence, metrics.scrape, metrics_url, request)
     if earlier_gpu is not None:
-        later_gpu = _read_gpu(evidence)
+        later_gpu = read_gpu(evidence)
         if later_gpu is not None:
-            _with_trend(later_gpu, earlier_gpu)
+            with_trend(later_gpu, earlier_gpu)
         evidence.gpu = later_gpu
-    _collect_surroundings(evidence, request, url)
+    collect_surroundings(evidence, request, url)
 
 
 def _scrape(evidence: Evidence, scrape: Callable[[str, float], MetricsScrape], url: str,
@@ -107,7 +107,7 @@ def _scrape(evidence: Evidence, scrape: Callable[[str, float], MetricsScrape], u
     return result
 
 
-def _read_gpu(evidence: Evidence) -> GpuEvidence | None:
+def read_gpu(evidence: Evidence) -> GpuEvidence | None:
     from triton_doctor.checks import gpu
 
     try:
@@ -117,7 +117,7 @@ def _read_gpu(evidence: Evidence) -> GpuEvidence | None:
         return None
 
 
-def _with_trend(later: GpuEvidence, earlier: GpuEvidence) -> None:
+def with_trend(later: GpuEvidence, earlier: GpuEvidence) -> None:
     """Record each GPU's memory at the window's start next to its reading at the end."""
     before = {device.uuid or str(device.index): device for device in earlier.devices}
     for device in later.devices:
@@ -126,7 +126,7 @@ def _with_trend(later: GpuEvidence, earlier: GpuEvidence) -> None:
             device.memory_used_earlier_bytes = found.memory_used_bytes
 
 
-def _collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> None:
+def collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> None:
     from triton_doctor.checks import container, host, logs
 
     try:

@@ -18,6 +18,7 @@ import json
 import socket
 import ssl
 import time
+from collections.abc import Mapping
 from http.client import BadStatusLine, IncompleteRead, RemoteDisconnected
 from types import TracebackType
 from typing import Any
@@ -205,8 +206,13 @@ def _text(entry: dict[str, Any], key: str) -> str:
     return "" if value is None else value if isinstance(value, str) else str(value)
 
 
-def describe(url: str, timeout: float) -> ServerEvidence:
+def describe(url: str, timeout: float,
+             known_configs: Mapping[tuple[str, str], dict[str, Any]] | None = None,
+             ) -> ServerEvidence:
     """The server's health, version, models (state and load error) and the configs it runs.
+
+    ``known_configs`` ((name, version) -> config) are reused for models READY in those
+    versions instead of being asked again: ``watch`` polls every second.
 
     Raises SourceUnavailable when the first call gets no answer, or when the answer shows the
     port is not Triton's HTTP API; after that every failure goes to ``errors`` by endpoint.
@@ -225,7 +231,7 @@ def describe(url: str, timeout: float) -> ServerEvidence:
         evidence.ready = _health(api, "/v2/health/ready", errors)
         _metadata(evidence, _fetch(api, "GET", "/v2", errors))
         _models(evidence, _fetch(api, "POST", "/v2/repository/index", errors))
-        _configs(api, evidence)
+        _configs(api, evidence, known_configs or {})
     return evidence
 
 
@@ -256,11 +262,16 @@ def _models(evidence: ServerEvidence, answer: Any) -> None:
     ]
 
 
-def _configs(api: _Api, evidence: ServerEvidence) -> None:
+def _configs(api: _Api, evidence: ServerEvidence,
+             known: Mapping[tuple[str, str], dict[str, Any]]) -> None:
     """The config of every READY model; once a call gets no answer the rest are not asked, so
     a hung server costs one timeout, not one per model."""
     stalled = ""
-    for name in dict.fromkeys(m.name for m in evidence.models if m.state == "READY"):
+    for model in evidence.models:
+        if model.state == "READY":
+            model.config = known.get((model.name, model.version))
+    for name in dict.fromkeys(m.name for m in evidence.models
+                              if m.state == "READY" and m.config is None):
         endpoint = f"GET /v2/models/{quote(name, safe='')}/config"
         if stalled:
             evidence.errors[endpoint] = f"not asked: {stalled}"

@@ -82,6 +82,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot", metavar="FILE", help="judge the Evidence saved by `triton-doctor snapshot`"
     )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.add_argument(
+        "--tui", action="store_true",
+        help="browse the findings in a terminal UI (Enter: a model, /: filter, q: quit)",
+    )
+
+    watch = commands.add_parser(
+        "watch", help="a live terminal UI: the rules judged against a running server, again "
+        "and again",
+        description="Poll a running tritonserver (and its metrics, GPUs, container, /dev/shm "
+        "and log) every --interval seconds and show what is broken and what to do, in a "
+        "terminal UI. Keys: ? help, / filter, Enter details, Esc back, p pause, r refresh, "
+        "s save a snapshot, q quit. With --snapshot FILE it replays saved Evidence.",
+    )
+    watch.add_argument("repository", nargs="?",
+                       help="the model repository the server serves (adds the static rules)")
+    _add_live_options(watch, required=False)
+    watch.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS",
+        help="time between polls (default 1); a poll never starts before the last one ended",
+    )
+    watch.add_argument("--snapshot", metavar="FILE", help="replay Evidence saved by "
+                       "`triton-doctor snapshot` or the s key, instead of polling")
+    watch.add_argument("--save-dir", default=".", metavar="DIR",
+                       help="where the s key writes snapshots (default: here)")
+    watch.add_argument("--config", metavar="FILE", help="settings file, as for check")
+    _add_target_options(watch)
 
     snapshot = commands.add_parser(
         "snapshot", help="save a running server's Evidence (and a repository's) to a file",
@@ -179,6 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _config(args)
         if args.command == "snapshot":
             return _snapshot(args)
+        if args.command == "watch":
+            return _watch(args)
         return _explain(args)
     except model_config.SchemaUnavailable as error:
         print(f"triton-doctor: {error}", file=sys.stderr)
@@ -216,6 +244,17 @@ def _check(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
     fail_on = Severity.parse(args.fail_on or settings.fail_on)
+    if args.tui:
+        from triton_doctor.tui.launch import browse
+
+        args.model_config_name = args.model_config_name or settings.model_config_name
+        try:
+            result = browse(evidence, lambda e: run(e, rules, settings.waivers,
+                                                   settings.source or "settings"), args)
+        except ValueError as error:
+            print(f"triton-doctor: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        return _exit_code(result, fail_on, args.exit_zero)
     code = _exit_code(result, fail_on, args.exit_zero)
     if args.format == "json":
         from triton_doctor.report import json_report
@@ -339,6 +378,42 @@ def _snapshot(args: argparse.Namespace) -> int:
     print(f"triton-doctor: wrote {args.output} ({', '.join(parts)}; unavailable: "
           f"{', '.join(evidence.unavailable) or 'none'})", file=sys.stderr)
     return EXIT_OK
+
+
+def _watch(args: argparse.Namespace) -> int:
+    from triton_doctor.tui.launch import watch
+
+    try:
+        settings = load_settings(args.config, Path(args.repository or ".").absolute())
+        rules = select_rules(settings.select, settings.ignore)
+        waiver_source = settings.source or "settings"
+        args.disable_auto_complete_config, args.model_config_name = None, None
+        url, args.url = args.url, None
+        if bool(url) == bool(args.snapshot):
+            raise _Stop(EXIT_USAGE, "give --url URL of a running server, or --snapshot FILE "
+                        "to replay (not both)")
+        if args.snapshot or args.repository:
+            base = _gather(args, settings)
+        else:
+            base = Evidence(options=target_options(args, settings.triton_version, settings.gpu,
+                                                   settings.backends, False))
+            base.options.thresholds = settings.thresholds
+        if args.snapshot:
+            return watch(args, lambda e: run(e, rules, settings.waivers, waiver_source), base)
+
+        def judge(evidence: Evidence) -> Result:
+            evidence.repository, evidence.options = base.repository, base.options
+            _target_from_live(evidence, args, settings)
+            return run(evidence, rules, settings.waivers, waiver_source)
+
+        args.url = url
+        return watch(args, judge)
+    except (ValueError, profiles.ProfileError) as error:  # SettingsError too
+        print(f"triton-doctor: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except _Stop as stop:
+        print(f"triton-doctor: {stop}", file=sys.stderr)
+        return stop.code
 
 
 def _config(args: argparse.Namespace) -> int:

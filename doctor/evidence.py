@@ -381,6 +381,8 @@ class ContainerEvidence:
     mounts: list[str] = field(default_factory=list)
     restart_count: int = 0
     oom_killed: bool = False
+    #: When the container last started (Docker's State.StartedAt, RFC 3339).
+    started_at: str = ""
     #: The last lines of the container's log.
     log_tail: list[str] = field(default_factory=list)
     #: Parts that failed while the rest answered ("log": why), so that an empty log tail
@@ -411,6 +413,9 @@ class HostEvidence:
     owners_complete: bool = True
     server_pids: list[int] = field(default_factory=list)
     server_rss_bytes: int | None = None
+    #: When the server process started (seconds since the epoch); None unless exactly one
+    #: tritonserver process was found.
+    server_started_at: float | None = None
 
 
 @dataclass

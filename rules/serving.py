@@ -45,9 +45,24 @@ REASON_RULES: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Fragments of server log lines written while serving (not loading), and the rule about them.
+LOG_RULES: tuple[tuple[str, str], ...] = (
+    ("Failed to process the request(s)", "TD613"),
+    ("failed to load", "TD601"),
+    ("out of memory", "TD701"),
+    ("Failed to increase the shared memory pool size", "TD714"),
+)
+
+
 def explain_reason(reason: str) -> str | None:
     """The rule whose documentation explains a server's load error, if one does."""
     return next((rule_id for fragment, rule_id in REASON_RULES if fragment in reason), None)
+
+
+def explain_log_line(line: str) -> str | None:
+    """The rule that explains a server log line: its load error, or what it says at run time."""
+    return explain_reason(line) or next(
+        (rule_id for fragment, rule_id in LOG_RULES if fragment.lower() in line.lower()), None)
 
 
 @rule("TD601", "model-not-ready", "error", "A model is not ready on the server", scope="live",

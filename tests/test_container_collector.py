@@ -106,6 +106,7 @@ def test_healthy_server_found_among_other_containers(use: Any) -> None:
     assert evidence.gpu_requests == ["all GPUs"]
     assert evidence.mounts == ["/srv/triton/models -> /models (ro)"]
     assert (evidence.restart_count, evidence.oom_killed) == (0, False)
+    assert evidence.started_at == "2024-09-03T10:12:42.027336544Z"
     assert evidence.log_tail[-1].endswith('"Started Metrics Service at 0.0.0.0:8002"')
     assert "Triton Server Version 2.49.0" in evidence.log_tail
     assert evidence.errors == {}

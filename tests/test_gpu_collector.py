@@ -217,7 +217,7 @@ def test_captured_h200_idle(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _judged_gpu(monkeypatch: pytest.MonkeyPatch, earlier: str, later: str) -> list[str]:
-    from triton_doctor.checks.live import _with_trend
+    from triton_doctor.checks.live import with_trend
     from triton_doctor.engine import run
     from triton_doctor.evidence import Evidence
     from triton_doctor.registry import select_rules
@@ -226,7 +226,7 @@ def _judged_gpu(monkeypatch: pytest.MonkeyPatch, earlier: str, later: str) -> li
     before = collect_gpu()
     _install(monkeypatch, _recorded(later))
     after = collect_gpu()
-    _with_trend(after, before)
+    with_trend(after, before)
     evidence = Evidence(gpu=after, unavailable={"server": "GPU only"})
     return [f"{f.rule} {f.message}" for f in run(evidence, select_rules(["TD7"], [])).findings]
 

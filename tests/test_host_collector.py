@@ -110,6 +110,7 @@ def test_real_server_stub_region(triton_server: StartServer, tmp_path: Path) -> 
     assert given.server_pids == [server.process.pid]
     assert given.server_rss_bytes is not None
     assert given.server_rss_bytes > 0
+    assert given.server_started_at == psutil.Process(server.process.pid).create_time()
 
 
 def test_without_dev_shm_the_part_is_unavailable(monkeypatch: pytest.MonkeyPatch,

@@ -1,0 +1,164 @@
+"""Collect a running server again and again for ``watch``, without sleeping in between.
+
+``check --url`` samples twice a window apart and sleeps between. ``watch`` polls every second
+or so, so each poll takes one reading and pairs it with the reading of about one window ago:
+rates cover a whole window from the second poll that is that old on. The server must not
+be asked more than it needs: configs are asked again only for models whose version changed,
+or every ``slow_every_s``; the container and /dev/shm (a scan of every process) are read at
+that slower pace too. A source that fails is recorded in ``unavailable`` for that poll only,
+so it shows again as soon as it answers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from triton_doctor.checks import gpu, metrics, server
+from triton_doctor.checks.live import (
+    LiveRequest,
+    collect_surroundings,
+    metrics_url_for,
+    with_trend,
+    without_credentials,
+)
+from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.evidence import (
+    Evidence,
+    GpuEvidence,
+    MetricsEvidence,
+    MetricsScrape,
+    ServerSample,
+)
+
+#: Seconds between reads of the configs, the container and /dev/shm.
+SLOW_EVERY_S = 10.0
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one poll read that later polls compare against."""
+
+    at: float
+    sample: ServerSample | None
+    scrape: MetricsScrape | None
+    gpu: GpuEvidence | None
+
+
+class Poller:
+    """One ``poll()`` = one reading of every source, judged against the reading a window ago."""
+
+    def __init__(self, request: LiveRequest, clock: Callable[[], float] = time.monotonic,
+                 slow_every_s: float = SLOW_EVERY_S) -> None:
+        self.request = request
+        self.url = without_credentials(request.url)
+        self.metrics_url = request.metrics_url or metrics_url_for(self.url)
+        self._clock = clock
+        self._slow_every_s = slow_every_s
+        self._readings: deque[Reading] = deque()
+        self._configs: dict[tuple[str, str], dict[str, Any]] = {}
+        self._slow_at: float | None = None
+        self._surroundings = Evidence()
+
+    def poll(self) -> Evidence:
+        """The Evidence now; never raises for a source that fails, it is marked unavailable."""
+        now = self._clock()
+        slow = self._slow_at is None or now - self._slow_at >= self._slow_every_s
+        if slow:
+            self._slow_at = now
+            self._configs.clear()
+        evidence = Evidence()
+        reading = Reading(now, self._sample(evidence), self._scrape(evidence),
+                          self._read_gpu(evidence))
+        earlier = self._earlier(reading)
+        self._readings.append(reading)
+        if evidence.server is not None and reading.sample is not None:
+            evidence.server.samples = [s for s in (earlier.sample, reading.sample) if s]
+        if reading.scrape is not None:
+            evidence.metrics = MetricsEvidence(
+                url=without_credentials(self.metrics_url),
+                scrapes=[s for s in (earlier.scrape, reading.scrape) if s])
+        if reading.gpu is not None:
+            evidence.gpu = _with_earlier(reading.gpu, earlier.gpu)
+        self._add_surroundings(evidence, slow)
+        return evidence
+
+    def _sample(self, evidence: Evidence) -> ServerSample | None:
+        try:
+            evidence.server = server.describe(self.url, self.request.timeout_s, self._configs)
+            taken = server.sample(self.url, self.request.timeout_s)
+        except SourceUnavailable as error:
+            evidence.server = None
+            evidence.unavailable["server"] = str(error)
+            return None
+        for model in evidence.server.models:
+            if model.config is not None:
+                self._configs[(model.name, model.version)] = model.config
+        return taken
+
+    def _scrape(self, evidence: Evidence) -> MetricsScrape | None:
+        try:
+            return metrics.scrape(self.metrics_url, self.request.timeout_s)
+        except SourceUnavailable as error:
+            evidence.unavailable["metrics"] = str(error)
+            return None
+
+    @staticmethod
+    def _read_gpu(evidence: Evidence) -> GpuEvidence | None:
+        try:
+            return gpu.collect_gpu()
+        except SourceUnavailable as error:
+            evidence.unavailable["gpu"] = str(error)
+            return None
+
+    def _earlier(self, now: Reading) -> Reading:
+        """The newest reading at least a window old (or the oldest kept), and forget older ones.
+
+        Each part falls back on itself: a server that missed that poll pairs with the next.
+        """
+        window = self.request.window_s
+        while len(self._readings) > 1 and now.at - self._readings[1].at >= window:
+            self._readings.popleft()
+        if not self._readings:
+            return Reading(now.at, None, None, None)
+        first = self._readings[0]
+        return Reading(first.at, first.sample, first.scrape, first.gpu)
+
+    def _add_surroundings(self, evidence: Evidence, slow: bool) -> None:
+        """Container, host and log: read at the slow pace and carried over in between."""
+        if slow:
+            self._surroundings = Evidence()
+            collect_surroundings(self._surroundings, self._log_free_request(), self.url)
+        kept = self._surroundings
+        evidence.container, evidence.host = kept.container, kept.host
+        evidence.unavailable.update(
+            {part: why for part, why in kept.unavailable.items() if part in ("container", "host")})
+        self._add_log(evidence)
+
+    def _log_free_request(self) -> LiveRequest:
+        return replace(self.request, log_path=None)
+
+    def _add_log(self, evidence: Evidence) -> None:
+        """The log every poll: a file's tail is cheap, and it is what an incident is read from."""
+        if self.request.log_path:
+            from triton_doctor.checks import logs
+
+            try:
+                evidence.log = logs.read_log(self.request.log_path)
+            except SourceUnavailable as error:
+                evidence.unavailable["log"] = str(error)
+        elif self._surroundings.log is not None:
+            evidence.log = self._surroundings.log
+        else:
+            evidence.unavailable["log"] = self._surroundings.unavailable.get(
+                "log", "no --log FILE given and no container found")
+
+
+def _with_earlier(now: GpuEvidence, earlier: GpuEvidence | None) -> GpuEvidence:
+    if earlier is not None and earlier is not now:
+        with_trend(now, earlier)
+    return now
+

@@ -1,0 +1,157 @@
+"""``triton-doctor watch`` and ``check --tui``: the Textual application.
+
+Reading a source blocks (HTTP, NVML, /proc, disk), so it runs in a worker thread and the
+frame comes back to the UI thread when done. A read starts only when none is running: polls
+never overlap, and a slow server slows the polling instead of piling requests on it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from triton_doctor import snapshot
+from triton_doctor.tui.findings import FindingsScreen
+from triton_doctor.tui.help import HelpScreen
+from triton_doctor.tui.log import LogScreen
+from triton_doctor.tui.overview import OverviewScreen
+from triton_doctor.tui.screen import FrameScreen
+from triton_doctor.tui.sources import Source
+from triton_doctor.tui.state import Frame, History
+
+
+class WatchApp(App[None]):
+    """Overview, findings, model and log screens over frames read from ``source``."""
+
+    TITLE = "triton-doctor"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("question_mark", "help", "help", key_display="?"),
+        Binding("slash", "filter", "filter", key_display="/"),
+        Binding("f", "findings", "findings"),
+        Binding("l", "log", "log"),
+        Binding("p", "pause", "pause"),
+        Binding("r", "refresh", "refresh"),
+        Binding("s", "save", "save snapshot"),
+        Binding("q", "quit", "quit"),
+    ]
+
+    def __init__(self, source: Source, interval_s: float = 1.0, save_dir: str = ".",
+                 browse_only: bool = False) -> None:
+        super().__init__()
+        self.source = source
+        self.interval_s = interval_s
+        self.save_dir = save_dir
+        #: ``check --tui``: the findings screen is all there is.
+        self.browse_only = browse_only
+        self.history = History()
+        self.paused = False
+        self.reading = False
+        self.reads = 0
+        self.last_error = ""
+        self._timer: Timer | None = None
+
+    def get_default_screen(self) -> FrameScreen:
+        return FindingsScreen() if self.browse_only else OverviewScreen()
+
+    def on_mount(self) -> None:
+        if self.source.live:
+            self._timer = self.set_interval(self.interval_s, self._tick)
+        self._tick()
+
+    def _tick(self) -> None:
+        if self.paused or self.reading:
+            return
+        self.reading = True
+        self._read()
+
+    @work(thread=True, group="read")
+    def _read(self) -> None:
+        try:
+            frame = self.source.read()
+        except Exception as error:  # a defect in a collector must not take the screen down
+            self.call_from_thread(self._failed, f"{type(error).__name__}: {error}")
+        else:
+            self.call_from_thread(self._show, frame)
+
+    def _show(self, frame: Frame) -> None:
+        self.reading = False
+        self.reads += 1
+        self.last_error = ""
+        self.history.add(frame)
+        self._redraw()
+
+    def _failed(self, why: str) -> None:
+        self.reading = False
+        self.last_error = why
+        self.notify(f"reading {self.source.title} failed: {why}", severity="error")
+        self._redraw()
+
+    def _redraw(self) -> None:
+        if isinstance(self.screen, FrameScreen):
+            self.screen.show(self.history)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def action_findings(self) -> None:
+        if not isinstance(self.screen, FindingsScreen):
+            self.push_screen(FindingsScreen())
+
+    def action_filter(self) -> None:
+        if not isinstance(self.screen, FindingsScreen):
+            self.push_screen(FindingsScreen())
+        self.call_after_refresh(self._focus_filter)
+
+    def _focus_filter(self) -> None:
+        if isinstance(self.screen, FindingsScreen):
+            self.screen.focus_filter()
+
+    def action_log(self) -> None:
+        if self.browse_only:
+            self.notify("no server log: this is a repository check", severity="warning")
+        elif not isinstance(self.screen, LogScreen):
+            self.push_screen(LogScreen())
+
+    def action_pause(self) -> None:
+        if not self.source.live:
+            self.notify("nothing to pause: this source is not polled")
+            return
+        self.paused = not self.paused
+        self.notify("paused: press p to poll again" if self.paused else "polling again")
+        self._redraw()
+
+    def action_refresh(self) -> None:
+        if self.reading:
+            self.notify("a read is already running")
+            return
+        if self._timer is not None:
+            self._timer.reset()
+        self.reading = True
+        self._read()
+
+    def action_save(self) -> None:
+        frame = self.history.latest
+        if frame is None:
+            self.notify("nothing to save yet: the first read has not finished",
+                        severity="warning")
+            return
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(frame.at))
+        path = Path(self.save_dir) / f"triton-doctor-{stamp}.json"
+        try:
+            snapshot.write(frame.evidence, os.fspath(path))
+        except OSError as error:
+            self.notify(f"cannot write {path}: {error.strerror or error}", severity="error")
+            return
+        self.notify(f"saved {path}; judge it again with: triton-doctor check --snapshot {path}")
+
+    def action_go_back(self) -> None:
+        if len(self.screen_stack) > 1:
+            self.pop_screen()

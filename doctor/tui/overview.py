@@ -1,0 +1,118 @@
+"""The first screen: is the server healthy, which GPU is filling up, which model suffers, and
+what to do first (the firing findings, errors first, each with its fix)."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Footer, Label, Static
+from triton_doctor.tui.model import ModelScreen
+from triton_doctor.tui.screen import FrameScreen
+from triton_doctor.tui.state import Frame, History, gpu_key, watch_key
+from triton_doctor.tui.tables import Row, fill, new_table, original_key
+from triton_doctor.tui.text import GIB, gauge, number, one_line, severity, sparkline
+
+MODEL_COLUMNS = ("model", "version", "state", "req/s", "avg batch", "queue ms", "p99 ms",
+                 "failures", "findings")
+FIRING_COLUMNS = ("severity", "rule", "model", "what is wrong · what to do")
+GAUGE_WIDTH = 24
+SPARK_WIDTH = 40
+
+
+class OverviewScreen(FrameScreen):
+    DEFAULT_CSS: ClassVar[str] = """
+    OverviewScreen #models { height: auto; max-height: 14; }
+    OverviewScreen #firing { height: 1fr; }
+    OverviewScreen .heading { text-style: bold; margin-top: 1; }
+    OverviewScreen #sources { height: 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield from self.status_bar()
+        yield Static(id="sources")
+        yield Static(id="gpus")
+        yield Label("Models  (Enter: details)", classes="heading")
+        yield new_table("models", MODEL_COLUMNS)
+        yield Label("Firing  (Enter: all findings, / filter)", classes="heading")
+        yield new_table("firing", FIRING_COLUMNS)
+        yield Footer()
+
+    def show(self, history: History) -> None:
+        super().show(history)
+        frame = history.latest
+        self.query_one("#sources", Static).update(sources_line(frame))
+        self.query_one("#gpus", Static).update(gpu_lines(frame, history))
+        fill(self.query_one("#models", DataTable), model_rows(frame))
+        fill(self.query_one("#firing", DataTable), firing_rows(frame), height=2)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        key = original_key(event.row_key.value or "")
+        if event.data_table.id == "models":
+            self.app.push_screen(ModelScreen(key))
+        else:
+            from triton_doctor.tui.findings import FindingsScreen
+
+            self.app.push_screen(FindingsScreen(select=key))
+
+
+def sources_line(frame: Frame | None) -> Text:
+    """Each part ✓ or ✗; the first one missing says why (the findings needing it are skipped)."""
+    if frame is None:
+        return Text("")
+    sources = frame.sources()
+    line = Text("sources ")
+    for part, why in sources.items():
+        line.append(f" {part} {'✓' if not why else '✗'}", style="green" if not why else "red")
+    missing = [f"{part}: {why}" for part, why in sources.items() if why]
+    if missing:
+        line.append(f"   {missing[0]}", style="dim")
+    return line
+
+
+def gpu_lines(frame: Frame | None, history: History) -> Text:
+    """Per GPU: a memory gauge, used/total, utilisation and the memory sparkline."""
+    gpu = frame.evidence.gpu if frame else None
+    if gpu is None or not gpu.devices:
+        return Text("GPUs: none read" + (" (see sources)" if frame else ""), style="dim")
+    text = Text()
+    for device in gpu.devices:
+        total = device.memory_total_bytes
+        share = device.memory_used_bytes / total if total else 0.0
+        text.append(f"GPU {device.index} {device.name:<22} ")
+        text.append_text(gauge(share, GAUGE_WIDTH))
+        text.append(f" {share:4.0%}  {device.memory_used_bytes / GIB:6.1f}/{total / GIB:.1f} GiB")
+        if device.utilization_percent is not None:
+            text.append(f"  util {device.utilization_percent:3d}%")
+        trend = history.gpu_memory.get(gpu_key(device), [])
+        text.append(f"  {sparkline(trend, SPARK_WIDTH, top=1.0)}\n", style="magenta")
+    text.rstrip()
+    return text
+
+
+def model_rows(frame: Frame | None) -> list[Row]:
+    if frame is None:
+        return []
+    rows: list[Row] = []
+    for row in frame.models():
+        state = Text(row.state, style="green" if row.state == "READY" else "bold red")
+        rows.append((row.name, (
+            row.name, row.version or "-", state, number(row.requests_per_s),
+            number(row.average_batch, 2), number(row.queue_ms), number(row.p99_ms),
+            "-" if row.failures is None else str(row.failures), severity(row.worst),
+        )))
+    return rows
+
+
+def firing_rows(frame: Frame | None) -> list[Row]:
+    if frame is None:
+        return []
+    rows: list[Row] = []
+    for finding in frame.firing:
+        what = Text(one_line(finding.message), no_wrap=True, overflow="ellipsis")
+        what.append("\n→ " + one_line(finding.fix or "Enter: the finding in full"),
+                    style="italic")
+        rows.append((watch_key(finding), (
+            severity(finding.severity), finding.rule, finding.model or "(server)", what)))
+    return rows

@@ -1,0 +1,63 @@
+"""What every watch screen shares: the status bar, Esc to go back, a redraw on each frame."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Static
+from triton_doctor.tui.state import History
+from triton_doctor.tui.text import clock, duration
+
+if TYPE_CHECKING:
+    from triton_doctor.tui.app import WatchApp
+
+
+class FrameScreen(Screen[None]):
+    """A screen drawn from the watch's History; ``show`` is called on every new frame."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.go_back", "back")]
+
+    @property
+    def watch(self) -> WatchApp:
+        return cast("WatchApp", self.app)
+
+    def status_bar(self) -> ComposeResult:
+        yield Static(id="status", classes="status")
+
+    def show(self, history: History) -> None:
+        """Redraw from ``history``; subclasses draw their part after the status bar."""
+        self.query_one("#status", Static).update(status_line(self.watch, history))
+
+    def on_screen_resume(self) -> None:
+        self.show(self.watch.history)
+
+
+def status_line(app: WatchApp, history: History) -> Text:
+    """Where the data comes from, the server's health, and whether polling runs."""
+    line = Text.assemble((" triton-doctor ", "bold reverse"), " ", (app.source.title, "bold"))
+    frame = history.latest
+    if frame is None:
+        return line.append("  reading…", style="dim")
+    server = frame.evidence.server
+    if server is not None:
+        line.append(f"  triton {server.version or '?'}  ")
+        line.append_text(_flag("live", server.live))
+        line.append("  ")
+        line.append_text(_flag("ready", server.ready))
+        line.append(f"  up {duration(frame.uptime_s())}")
+    elif "server" in frame.evidence.unavailable:
+        line.append("  server unreachable", style="bold red")
+    line.append(f"  read {clock(frame.at)}", style="dim")
+    if app.paused:
+        line.append("  PAUSED", style="bold black on yellow")
+    if app.last_error:
+        line.append("  last read failed", style="bold red")
+    return line
+
+
+def _flag(name: str, good: bool) -> Text:
+    return Text(f"{name} {'✓' if good else '✗'}", style="green" if good else "bold red")

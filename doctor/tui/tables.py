@@ -1,0 +1,59 @@
+"""Refill a DataTable on every frame without losing the user's place in it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from weakref import WeakKeyDictionary
+
+from textual.widgets import DataTable
+
+Row = tuple[str, Sequence[object]]
+#: Unique row keys carry a counter after this separator when two rows share a key.
+_SEPARATOR = "\x1e"
+_shown: WeakKeyDictionary[DataTable[object], list[tuple[str, tuple[str, ...]]]] = (
+    WeakKeyDictionary())
+
+
+def new_table(key: str, columns: Sequence[str]) -> DataTable[object]:
+    """A row-cursor table with its columns (keyed by name), ready before its first frame."""
+    made: DataTable[object] = DataTable(id=key, cursor_type="row")
+    for column in columns:
+        made.add_column(column, key=column)
+    return made
+
+
+def fill(table: DataTable[object], rows: Sequence[Row], height: int = 1) -> None:
+    """Show ``rows`` (key, cells); unchanged rows cost nothing, the cursor stays on its key."""
+    keys = _unique([key for key, _ in rows])
+    shown = [(key, tuple(str(cell) for cell in cells))
+             for key, (_, cells) in zip(keys, rows, strict=True)]
+    if _shown.get(table) == shown:
+        return
+    _shown[table] = shown
+    selected = selected_key(table, raw=True)
+    table.clear()
+    for key, (_, cells) in zip(keys, rows, strict=True):
+        table.add_row(*cells, key=key, height=height)
+    if selected in keys:
+        table.move_cursor(row=keys.index(selected))
+
+
+def selected_key(table: DataTable[object], raw: bool = False) -> str | None:
+    """The key of the row under the cursor (without its uniqueness counter unless ``raw``)."""
+    if not table.row_count:
+        return None
+    key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value or ""
+    return key if raw else original_key(key)
+
+
+def original_key(key: str) -> str:
+    return key.split(_SEPARATOR, 1)[0]
+
+
+def _unique(keys: list[str]) -> list[str]:
+    counts: dict[str, int] = {}
+    unique = []
+    for key in keys:
+        counts[key] = counts.get(key, 0) + 1
+        unique.append(key if counts[key] == 1 else f"{key}{_SEPARATOR}{counts[key]}")
+    return unique
