@@ -16,7 +16,7 @@ HELP = """\
 [b]Keys[/b]
   ?        this help (Esc or ? closes it)
   /        filter the findings: words, severity:warning, model:NAME, rule:TD6
-  Enter    drill down: a model's details, a finding's full story
+  Enter    drill down: a GPU, a model, a finding's full story
   Esc      back to the previous screen
   f        all findings seen since the watch began (a: firing only / all)
   l        the server log's error lines, each with the rule that explains it
@@ -32,6 +32,7 @@ header in the findings table to sort by it; click a key in the footer.
   Overview  server health, GPU memory, models with their traffic, firing findings
   Findings  sortable, filterable; the detail pane has the numbers, the server's
             own words, the fix and the rule's documentation
+  GPU       memory over time, the processes holding it, ECC and MIG, its findings
   Model     a model's numbers over time, its findings and its configuration
   Log       recent error lines matched to rules
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -18,21 +19,37 @@ from triton_doctor.tui.tables import fill, new_table, selected_key
 
 #: glog's error and warning prefixes (``E1129 21:52:48.560040 6646 file.cc:714] ...``).
 GLOG_PROBLEM = re.compile(r"^[EWF]\d{4} ")
+#: The part of a glog line that changes between two reports of the same problem.
+GLOG_STAMP = re.compile(r"^[EWIF]\d{4} [\d:.]+ +\d+ ")
 PROBLEM_WORDS = ("error", "failed", "unable", "exception", "out of memory")
-#: Error lines shown, newest last.
+#: Distinct error lines shown, the most recent last.
 MAX_LINES = 200
 
 
-def error_lines(log: LogEvidence | None) -> list[tuple[int, str, str | None]]:
-    """(line number, line, rule) for the log's error and warning lines, the last MAX_LINES."""
+@dataclass(frozen=True)
+class ErrorLine:
+    """An error or warning the log repeats ``count`` times; ``number`` is its last line."""
+
+    number: int
+    line: str
+    rule: str | None
+    count: int
+
+
+def error_lines(log: LogEvidence | None) -> list[ErrorLine]:
+    """The log's error and warning lines, each distinct message once with its count: a model
+    failing every request writes the same line thousands of times."""
     if log is None:
         return []
-    found = []
+    found: dict[str, ErrorLine] = {}
     for number, line in enumerate(log.lines, 1):
         lowered = line.lower()
         if GLOG_PROBLEM.match(line) or any(word in lowered for word in PROBLEM_WORDS):
-            found.append((number, line, explain_log_line(line)))
-    return found[-MAX_LINES:]
+            key = GLOG_STAMP.sub("", line)
+            earlier = found.pop(key, None)
+            found[key] = ErrorLine(number, line, explain_log_line(line),
+                                   earlier.count + 1 if earlier else 1)
+    return list(found.values())[-MAX_LINES:]
 
 
 class LogScreen(FrameScreen):
@@ -44,7 +61,7 @@ class LogScreen(FrameScreen):
     def compose(self) -> ComposeResult:
         yield from self.status_bar()
         yield Static(id="log-source")
-        yield new_table("log-lines", ("line", "rule", "message"))
+        yield new_table("log-lines", ("line", "count", "rule", "message"))
         with VerticalScroll(id="log-detail-pane"):
             yield Static(id="log-detail")
         yield Footer()
@@ -59,10 +76,11 @@ class LogScreen(FrameScreen):
             source.update(Text(f"no log: {why}", style="dim"))
         elif log is not None:
             lines = error_lines(log)
-            source.update(f"{log.source}: {len(lines)} error or warning lines in the last "
-                          f"{len(log.lines)} lines")
-        rows = [(str(n), (n, rule or "", Text(line, no_wrap=True, overflow="ellipsis")))
-                for n, line, rule in error_lines(log)]
+            source.update(f"{log.source}: {sum(e.count for e in lines)} error or warning lines "
+                          f"({len(lines)} distinct) in the last {len(log.lines)} lines")
+        rows = [(str(e.number), (e.number, f"{e.count}x", e.rule or "",
+                                 Text(e.line, no_wrap=True, overflow="ellipsis")))
+                for e in error_lines(log)]
         fill(self.query_one("#log-lines", DataTable), rows)
         self._describe(log)
 
@@ -72,14 +90,15 @@ class LogScreen(FrameScreen):
 
     def _describe(self, log: LogEvidence | None) -> None:
         key = selected_key(self.query_one("#log-lines", DataTable))
-        chosen = next((entry for entry in error_lines(log) if str(entry[0]) == key), None)
+        chosen = next((entry for entry in error_lines(log) if str(entry.number) == key), None)
         detail = self.query_one("#log-detail", Static)
         if chosen is None:
             detail.update(Text("No error lines." if log else "", style="dim"))
             return
-        _, line, rule_id = chosen
-        text = Text(line + "\n")
-        rule = find_rule(rule_id) if rule_id else None
+        text = Text(chosen.line + "\n")
+        if chosen.count > 1:
+            text.append(f"(written {chosen.count} times; this is the last)\n", style="dim")
+        rule = find_rule(chosen.rule) if chosen.rule else None
         if rule is None:
             text.append("\nNo rule explains this line.", style="dim")
         else:

@@ -8,6 +8,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Label, Static
+from triton_doctor.tui.gpu import GpuScreen
 from triton_doctor.tui.model import ModelScreen
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import Frame, History, gpu_key, watch_key
@@ -16,6 +17,7 @@ from triton_doctor.tui.text import GIB, gauge, number, one_line, severity, spark
 
 MODEL_COLUMNS = ("model", "version", "state", "req/s", "avg batch", "queue ms", "p99 ms",
                  "failures", "findings")
+GPU_COLUMNS = ("GPU", "name", "memory", "used", "util", "memory over the last polls")
 FIRING_COLUMNS = ("severity", "rule", "model", "what is wrong · what to do")
 GAUGE_WIDTH = 24
 SPARK_WIDTH = 40
@@ -23,6 +25,7 @@ SPARK_WIDTH = 40
 
 class OverviewScreen(FrameScreen):
     DEFAULT_CSS: ClassVar[str] = """
+    OverviewScreen #gpus { height: auto; max-height: 9; }
     OverviewScreen #models { height: auto; max-height: 14; }
     OverviewScreen #firing { height: 1fr; }
     OverviewScreen .heading { text-style: bold; margin-top: 1; }
@@ -32,18 +35,23 @@ class OverviewScreen(FrameScreen):
     def compose(self) -> ComposeResult:
         yield from self.status_bar()
         yield Static(id="sources")
-        yield Static(id="gpus")
+        yield new_table("gpus", GPU_COLUMNS)
         yield Label("Models  (Enter: details)", classes="heading")
         yield new_table("models", MODEL_COLUMNS)
         yield Label("Firing  (Enter: all findings, / filter)", classes="heading")
         yield new_table("firing", FIRING_COLUMNS)
         yield Footer()
 
+    def on_mount(self) -> None:
+        self.query_one("#models", DataTable).focus()
+
     def show(self, history: History) -> None:
         super().show(history)
         frame = history.latest
         self.query_one("#sources", Static).update(sources_line(frame))
-        self.query_one("#gpus", Static).update(gpu_lines(frame, history))
+        gpus = self.query_one("#gpus", DataTable)
+        fill(gpus, gpu_rows(frame, history))
+        gpus.display = gpus.row_count > 0
         fill(self.query_one("#models", DataTable), model_rows(frame))
         fill(self.query_one("#firing", DataTable), firing_rows(frame), height=2)
 
@@ -51,6 +59,8 @@ class OverviewScreen(FrameScreen):
         key = original_key(event.row_key.value or "")
         if event.data_table.id == "models":
             self.app.push_screen(ModelScreen(key))
+        elif event.data_table.id == "gpus":
+            self.app.push_screen(GpuScreen(key))
         else:
             from triton_doctor.tui.findings import FindingsScreen
 
@@ -71,24 +81,22 @@ def sources_line(frame: Frame | None) -> Text:
     return line
 
 
-def gpu_lines(frame: Frame | None, history: History) -> Text:
+def gpu_rows(frame: Frame | None, history: History) -> list[Row]:
     """Per GPU: a memory gauge, used/total, utilisation and the memory sparkline."""
     gpu = frame.evidence.gpu if frame else None
-    if gpu is None or not gpu.devices:
-        return Text("GPUs: none read" + (" (see sources)" if frame else ""), style="dim")
-    text = Text()
-    for device in gpu.devices:
+    rows: list[Row] = []
+    for device in gpu.devices if gpu else []:
         total = device.memory_total_bytes
         share = device.memory_used_bytes / total if total else 0.0
-        text.append(f"GPU {device.index} {device.name:<22} ")
-        text.append_text(gauge(share, GAUGE_WIDTH))
-        text.append(f" {share:4.0%}  {device.memory_used_bytes / GIB:6.1f}/{total / GIB:.1f} GiB")
-        if device.utilization_percent is not None:
-            text.append(f"  util {device.utilization_percent:3d}%")
-        trend = history.gpu_memory.get(gpu_key(device), [])
-        text.append(f"  {sparkline(trend, SPARK_WIDTH, top=1.0)}\n", style="magenta")
-    text.rstrip()
-    return text
+        util = device.utilization_percent
+        rows.append((gpu_key(device), (
+            device.index, device.name, gauge(share, GAUGE_WIDTH).append(f" {share:4.0%}"),
+            f"{device.memory_used_bytes / GIB:.1f}/{total / GIB:.1f} GiB",
+            "-" if util is None else f"{util}%",
+            Text(sparkline(history.gpu_memory.get(gpu_key(device), []), SPARK_WIDTH, top=1.0),
+                 style="magenta"),
+        )))
+    return rows
 
 
 def model_rows(frame: Frame | None) -> list[Row]:

@@ -11,6 +11,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence, GpuDevice
@@ -62,6 +63,10 @@ class Frame:
 
     def models(self) -> list[ModelRow]:
         """The server's models with their traffic over the window, by name."""
+        return self._model_rows
+
+    @cached_property
+    def _model_rows(self) -> list[ModelRow]:
         server = self.evidence.server
         if server is None:
             return []

@@ -1,0 +1,93 @@
+"""One GPU: its memory over time, who holds it, its health counters and its findings."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Footer, Static
+from triton_doctor.evidence import GpuDevice
+from triton_doctor.tui.screen import FrameScreen
+from triton_doctor.tui.state import History, gpu_key, watch_key
+from triton_doctor.tui.tables import fill, new_table, original_key
+from triton_doctor.tui.text import GIB, gauge, one_line, severity, sparkline
+
+MIB = 1 << 20
+SPARK_WIDTH = 60
+
+
+class GpuScreen(FrameScreen):
+    DEFAULT_CSS: ClassVar[str] = """
+    GpuScreen #gpu-facts { height: auto; margin-bottom: 1; }
+    GpuScreen #gpu-processes { height: auto; max-height: 10; margin-bottom: 1; }
+    GpuScreen #gpu-findings { height: auto; max-height: 8; }
+    """
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.key = key
+
+    def compose(self) -> ComposeResult:
+        yield from self.status_bar()
+        with VerticalScroll():
+            yield Static(id="gpu-facts")
+            yield new_table("gpu-processes", ("pid", "GPU memory", "process"))
+            yield new_table("gpu-findings", ("severity", "rule", "message"))
+        yield Footer()
+
+    def show(self, history: History) -> None:
+        super().show(history)
+        frame = history.latest
+        gpu = frame.evidence.gpu if frame else None
+        device = next((d for d in gpu.devices if gpu_key(d) == self.key), None) if gpu else None
+        facts = self.query_one("#gpu-facts", Static)
+        if frame is None or gpu is None or device is None:
+            facts.update(Text(f"GPU {self.key}: not in the latest reading", style="dim"))
+            return
+        facts.update(gpu_facts(device, gpu.driver_version, gpu.cuda_driver_version,
+                               list(history.gpu_memory.get(self.key, []))))
+        servers = set(frame.evidence.host.server_pids) if frame.evidence.host else set()
+        fill(self.query_one("#gpu-processes", DataTable), [
+            (str(p.pid), (p.pid, "unknown" if p.used_bytes is None
+                          else f"{p.used_bytes / MIB:,.0f} MiB",
+                          "tritonserver" if p.pid in servers else ""))
+            for p in device.processes])
+        fill(self.query_one("#gpu-findings", DataTable), [
+            (watch_key(f), (severity(f.severity), f.rule,
+                            Text(one_line(f.message), no_wrap=True, overflow="ellipsis")))
+            for f in frame.firing if f.evidence.get("gpu") == device.index])
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        if event.data_table.id == "gpu-findings":
+            from triton_doctor.tui.findings import FindingsScreen
+
+            self.app.push_screen(FindingsScreen(select=original_key(event.row_key.value or "")))
+
+
+def gpu_facts(device: GpuDevice, driver: str, cuda: str, trend: list[float]) -> Text:
+    total = device.memory_total_bytes
+    share = device.memory_used_bytes / total if total else 0.0
+    text = Text(f"GPU {device.index}  {device.name}", style="bold")
+    text.append(f"  sm_{device.compute_capability.replace('.', '')}  {device.uuid}\n",
+                style="dim")
+    text.append(f"driver {driver or '?'}  CUDA {cuda or '?'}\n\n", style="dim")
+    text.append("memory  ").append_text(gauge(share, 40))
+    text.append(f" {share:.0%}  {device.memory_used_bytes / GIB:.1f} of {total / GIB:.1f} GiB\n")
+    if device.memory_used_earlier_bytes is not None:
+        grown = (device.memory_used_bytes - device.memory_used_earlier_bytes) / MIB
+        text.append(f"        {grown:+,.0f} MiB over the window\n")
+    text.append("        " + sparkline(trend, SPARK_WIDTH, top=1.0) + "\n", style="magenta")
+    util = "?" if device.utilization_percent is None else f"{device.utilization_percent}%"
+    text.append(f"\nutilisation {util}   MIG {_state(device.mig_enabled, 'on', 'off')}   "
+                f"uncorrected ECC errors {_known(device.ecc_uncorrected_errors)}\n")
+    return text
+
+
+def _state(value: bool | None, yes: str, no: str) -> str:
+    return "not supported" if value is None else yes if value else no
+
+
+def _known(value: int | None) -> str:
+    return "not supported" if value is None else str(value)
