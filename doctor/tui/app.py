@@ -97,6 +97,18 @@ class WatchApp(App[None]):
         if isinstance(self.screen, FrameScreen):
             self.screen.show(self.history)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Keys that mean nothing here are left out of the footer and do nothing: pause for
+        a source that is not polled, the log for a repository check, back at the first
+        screen."""
+        if action == "pause":
+            return self.source.live
+        if action == "log":
+            return not self.browse_only
+        if action == "go_back":
+            return len(self.screen_stack) > 1
+        return True
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
@@ -115,15 +127,10 @@ class WatchApp(App[None]):
             self.screen.focus_filter()
 
     def action_log(self) -> None:
-        if self.browse_only:
-            self.notify("no server log: this is a repository check", severity="warning")
-        elif not isinstance(self.screen, LogScreen):
+        if not isinstance(self.screen, LogScreen):
             self.push_screen(LogScreen())
 
     def action_pause(self) -> None:
-        if not self.source.live:
-            self.notify("nothing to pause: this source is not polled")
-            return
         self.paused = not self.paused
         self.notify("paused: press p to poll again" if self.paused else "polling again")
         self._redraw()

@@ -145,6 +145,11 @@ class FindingsScreen(FrameScreen):
         self.firing_only = not self.firing_only
         self.show(self.watch.history)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "leave":
+            return self.query_one("#filter", Input).has_focus or len(self.app.screen_stack) > 1
+        return True
+
     def action_leave(self) -> None:
         """Esc leaves the filter box first, then the screen."""
         if self.query_one("#filter", Input).has_focus:
