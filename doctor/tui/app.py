@@ -1,13 +1,16 @@
 """``triton-doctor watch`` and ``check --tui``: the Textual application.
 
-Reading a source blocks (HTTP, NVML, /proc, disk), so it runs in a worker thread and the
-frame comes back to the UI thread when done. A read starts only when none is running: polls
+Reading a source blocks (HTTP, NVML, /proc, disk), so it runs in a thread of its own and
+the frame comes back to the UI when done. A read starts only when none is running: polls
 never overlap, and a slow server slows the polling instead of piling requests on it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import ClassVar
@@ -71,14 +74,28 @@ class WatchApp(App[None]):
         self.reading = True
         self._read()
 
-    @work(thread=True, group="read")
-    def _read(self) -> None:
-        try:
-            frame = self.source.read()
-        except Exception as error:  # a defect in a collector must not take the screen down
-            self.call_from_thread(self._failed, f"{type(error).__name__}: {error}")
+    @work(group="read")
+    async def _read(self) -> None:
+        """Read the source in a daemon thread and wait for it here: quitting must not wait
+        for a server that takes its whole timeout to answer (a pool thread would be joined
+        at exit)."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Frame | str] = loop.create_future()
+
+        def read() -> None:
+            try:
+                outcome: Frame | str = self.source.read()
+            except Exception as error:  # a defect in a collector must not end the UI
+                outcome = f"{type(error).__name__}: {error}"
+            with contextlib.suppress(RuntimeError):  # the UI has quit meanwhile
+                loop.call_soon_threadsafe(_settle, done, outcome)
+
+        threading.Thread(target=read, name="triton-doctor-read", daemon=True).start()
+        outcome = await done
+        if isinstance(outcome, Frame):
+            self._show(outcome)
         else:
-            self.call_from_thread(self._show, frame)
+            self._failed(outcome)
 
     def _show(self, frame: Frame) -> None:
         self.reading = False
@@ -162,3 +179,8 @@ class WatchApp(App[None]):
     def action_go_back(self) -> None:
         if len(self.screen_stack) > 1:
             self.pop_screen()
+
+
+def _settle(future: asyncio.Future[Frame | str], outcome: Frame | str) -> None:
+    if not future.done():
+        future.set_result(outcome)
