@@ -1,0 +1,113 @@
+"""The findings filter's query syntax, and the log lines matched to the rules that explain them."""
+
+from __future__ import annotations
+
+import pytest
+from triton_doctor.evidence import LogEvidence
+from triton_doctor.findings import Finding, Location, Severity
+from triton_doctor.tui.findings import matches
+from triton_doctor.tui.log import MAX_LINES, error_lines
+from triton_doctor.tui.state import Seen
+
+from tests.tui.support import incident
+
+
+def seen(rule: str, name: str, severity: Severity, model: str | None, message: str,
+         fix: str | None = None, triton: str | None = None) -> Seen:
+    found = Finding(rule=rule, name=name, severity=severity, title="", model=model,
+                    version=None, location=Location(None), message=message,
+                    triton_message=triton, fix=fix, evidence={})
+    return Seen(found, 0.0, 0.0)
+
+
+BACKLOG = seen("TD611", "queue-backlog", Severity.WARNING, "image_classifier",
+               "requests wait 354.5 ms in the queue", fix="Raise the instance count")
+FAILING = seen("TD613", "failure-rate", Severity.ERROR, "tokenizer",
+               "1157 of 4628 requests failed", triton="token id out of the vocabulary")
+GPU = seen("TD701", "gpu-memory-pressure", Severity.WARNING, None, "GPU 0 is 95% full")
+INFO = seen("TD109", "config-missing", Severity.INFO, "resnet50", "no config.pbtxt")
+ALL = [BACKLOG, FAILING, GPU, INFO]
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("", ALL),
+    ("   ", ALL),
+    ("queue", [BACKLOG]),
+    ("QUEUE", [BACKLOG]),
+    ("instance", [BACKLOG]),  # the fix is searched
+    ("vocabulary", [FAILING]),  # and the server's own words
+    ("queue-backlog", [BACKLOG]),  # and the rule's name
+    ("td6", [BACKLOG, FAILING]),  # a bare word matches inside the rule id too
+    ("requests wait", [BACKLOG]),  # every word must match
+    ("requests failed", [FAILING]),
+    ("rule:TD6", [BACKLOG, FAILING]),
+    ("rule:td61", [BACKLOG, FAILING]),
+    ("rule:TD7", [GPU]),
+    ("rule:gpu-memory", [GPU]),
+    ("rule:memory", []),  # a prefix, not a word inside
+    ("model:tok", [FAILING]),
+    ("model:tokenizer", [FAILING]),
+    ("model:kenizer", []),
+    ("model:(server)", [GPU]),
+    ("model:(", [GPU]),
+    ("severity:error", [FAILING]),
+    ("severity:warning", [BACKLOG, FAILING, GPU]),  # at least that severe
+    ("sev:info", ALL),
+    ("sev:WARNING", [BACKLOG, FAILING, GPU]),
+    ("severity:fatal", []),  # not a severity: nothing, rather than everything
+    ("sev:warning model:image", [BACKLOG]),
+    ("sev:error model:image", []),
+    ("model:", []),  # a field without a value is a word to search for
+    ("severity:", []),
+    ("other:thing", []),
+])
+def test_filter_query(query: str, expected: list[Seen]) -> None:
+    assert [s for s in ALL if matches(s, query)] == expected
+
+
+def test_error_lines_of_the_recorded_incident() -> None:
+    log = incident().log
+    assert log is not None
+    lines = error_lines(log)
+    assert len(lines) == 1, "the tokenizer's one error, written once per failed request"
+    only = lines[0]
+    assert only.count == 60 and only.number == 60 and only.rule == "TD613"
+    assert "token id out of the vocabulary" in only.line
+
+
+def test_error_lines_pick_problems_and_match_them_to_rules() -> None:
+    log = LogEvidence("server.log", [
+        "I1129 21:52:40.000001 6646 server.cc:674] +----------+---------+--------+",
+        "I1129 21:52:40.000002 6646 model_lifecycle.cc:849] successfully loaded 'reranker'",
+        "E1129 21:52:41.000003 6646 model_lifecycle.cc:654] failed to load 'detector' "
+        "version 1: Internal: FileNotFoundError: anchors.json",
+        "W1129 21:52:42.000004 6646 pinned_memory_manager.cc:273] Unable to allocate pinned "
+        "system memory, pinned memory pool will not be available",
+        "E1129 21:52:43.000005 6646 backend_model.cc:692] ERROR: Failed to create instance: "
+        "unable to find backend library for backend 'onnx'",
+        "F1129 21:52:44.000006 6646 cuda_memory_manager.cc:102] CUDA out of memory",
+        "some library printed: Exception in thread",
+        "W1129 21:52:45.000007 6647 pinned_memory_manager.cc:273] Unable to allocate pinned "
+        "system memory, pinned memory pool will not be available",
+    ])
+    found = [(e.number, e.rule, e.count) for e in error_lines(log)]
+    assert found == [
+        (3, "TD601", 1),  # "failed to load"
+        (5, "TD504", 1),  # a load error's reason
+        (6, "TD701", 1),  # out of memory
+        (7, None, 1),  # a problem word without a glog prefix, no rule
+        (8, None, 2),  # the same warning twice (other time, other thread): once, counted
+    ]
+
+
+def test_error_lines_without_a_log() -> None:
+    assert error_lines(None) == []
+    assert error_lines(LogEvidence("server.log", [])) == []
+
+
+def test_error_lines_keep_the_most_recent_distinct_lines() -> None:
+    log = LogEvidence("server.log", [f"E1129 21:52:41.000003 6646 x.cc:1] error number {n}"
+                                     for n in range(MAX_LINES + 50)])
+    lines = error_lines(log)
+    assert len(lines) == MAX_LINES
+    assert lines[0].number == 51 and lines[-1].number == MAX_LINES + 50
