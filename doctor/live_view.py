@@ -66,6 +66,12 @@ class ModelRates:
 
     @property
     def average_batch(self) -> float | None:
+        """From the batch statistics when the server gives them: the inference count leaves
+        out failed requests while the execution count keeps them (2.51), so their quotient
+        can fall below 1."""
+        if self.batch_executions:
+            executions = sum(self.batch_executions.values())
+            return sum(size * count for size, count in self.batch_executions.items()) / executions
         return self.inferences / self.executions if self.executions else None
 
     @property

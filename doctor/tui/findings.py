@@ -113,16 +113,17 @@ class FindingsScreen(FrameScreen):
         key = selected_key(self.query_one("#findings", DataTable))
         chosen = next((s for s in kept if watch_key(s.finding) == key), None)
         self.query_one("#detail", Static).update(
-            detail(chosen, self.watch.browse_only) if chosen else Text(
-                "No finding matches." if self.watch.history.latest else "Reading…",
+            detail(chosen, self.watch_app.browse_only) if chosen else Text(
+                "No finding matches." if self.watch_app.history.latest
+                else "Nothing read yet." if self.watch_app.last_error else "Reading…",
                 style="dim"))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        self._describe(self.shown(self.watch.history))
+        self._describe(self.shown(self.watch_app.history))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         key = original_key(event.row_key.value or "")
-        seen = next((s for s in self.watch.history.seen.values()
+        seen = next((s for s in self.watch_app.history.seen.values()
                      if watch_key(s.finding) == key), None)
         if seen is not None and seen.finding.model:
             from triton_doctor.tui.model import ModelScreen
@@ -133,17 +134,17 @@ class FindingsScreen(FrameScreen):
         column = str(event.column_key.value)
         self.sort_reverse = self.sort_column == column and not self.sort_reverse
         self.sort_column = column
-        self.show(self.watch.history)
+        self.show(self.watch_app.history)
 
     def on_input_changed(self, _: Input.Changed) -> None:
-        self.show(self.watch.history)
+        self.show(self.watch_app.history)
 
     def on_input_submitted(self, _: Input.Submitted) -> None:
         self.query_one("#findings", DataTable).focus()
 
     def action_toggle_firing(self) -> None:
         self.firing_only = not self.firing_only
-        self.show(self.watch.history)
+        self.show(self.watch_app.history)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "leave":
@@ -155,7 +156,7 @@ class FindingsScreen(FrameScreen):
         if self.query_one("#filter", Input).has_focus:
             self.query_one("#findings", DataTable).focus()
         else:
-            self.watch.action_go_back()
+            self.watch_app.action_go_back()
 
 
 def _cells(seen: Seen) -> tuple[object, ...]:

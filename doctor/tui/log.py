@@ -85,7 +85,7 @@ class LogScreen(FrameScreen):
         self._describe(log)
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        frame = self.watch.history.latest
+        frame = self.watch_app.history.latest
         self._describe(frame.evidence.log if frame else None)
 
     def _describe(self, log: LogEvidence | None) -> None:

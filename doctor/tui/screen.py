@@ -22,7 +22,7 @@ class FrameScreen(Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.go_back", "back")]
 
     @property
-    def watch(self) -> WatchApp:
+    def watch_app(self) -> WatchApp:
         return cast("WatchApp", self.app)
 
     def status_bar(self) -> ComposeResult:
@@ -30,10 +30,10 @@ class FrameScreen(Screen[None]):
 
     def show(self, history: History) -> None:
         """Redraw from ``history``; subclasses draw their part after the status bar."""
-        self.query_one("#status", Static).update(status_line(self.watch, history))
+        self.query_one("#status", Static).update(status_line(self.watch_app, history))
 
     def on_screen_resume(self) -> None:
-        self.show(self.watch.history)
+        self.show(self.watch_app.history)
 
 
 def status_line(app: WatchApp, history: History) -> Text:
@@ -41,6 +41,8 @@ def status_line(app: WatchApp, history: History) -> Text:
     line = Text.assemble((" triton-doctor ", "bold reverse"), " ", (app.source.title, "bold"))
     frame = history.latest
     if frame is None:
+        if app.last_error:
+            return line.append(f"  last read failed: {app.last_error}", style="bold red")
         return line.append("  reading…", style="dim")
     server = frame.evidence.server
     if server is not None:

@@ -21,6 +21,8 @@ from triton_doctor.live_view import LiveView
 #: Points kept per sparkline: two minutes at the default one-second interval.
 HISTORY_POINTS = 120
 _NUMBERS = re.compile(r"[+-]?\d+(?:[.,]\d+)*")
+#: Evidence keys that name what a live finding is about, as the live rules write them.
+IDENTITY = ("gpu", "region", "segment", "key", "endpoint")
 #: The parts a live watch reads, in the order the status line lists them.
 SOURCES = ("server", "metrics", "gpu", "container", "host", "log")
 
@@ -176,10 +178,12 @@ class History:
 
 def watch_key(finding: Finding) -> str:
     """The same problem from poll to poll: live messages carry numbers that change every
-    second ("95% of its memory", "12 ms queue"), so digits do not count."""
+    second ("95% of its memory", "12 ms queue"), so digits in the message do not count; what
+    the finding is about (a GPU, a region, a file, an endpoint) does."""
     message = _NUMBERS.sub("#", finding.message)
+    about = [f"{key}={finding.evidence[key]}" for key in IDENTITY if key in finding.evidence]
     return "\x1f".join([finding.rule, finding.model or "", finding.version or "",
-                         finding.location.field or "", message])
+                         finding.location.field or "", *about, message])
 
 
 def gpu_key(device: GpuDevice) -> str:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from weakref import WeakKeyDictionary
 
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 Row = tuple[str, Sequence[object]]
 #: Unique row keys carry a counter after this separator when two rows share a key.
@@ -14,9 +15,20 @@ _shown: WeakKeyDictionary[DataTable[object], list[tuple[str, tuple[str, ...]]]] 
     WeakKeyDictionary())
 
 
+class FrameTable(DataTable[object]):
+    """Textual's DataTable widens its columns for new rows at its next idle, but keeps the
+    rows it drew before that at the header's widths ("TD10", "firin"): once the new rows are
+    measured, drop those drawings."""
+
+    def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
+        super()._update_dimensions(new_rows)
+        self._clear_caches()
+        self.refresh()
+
+
 def new_table(key: str, columns: Sequence[str]) -> DataTable[object]:
     """A row-cursor table with its columns (keyed by name), ready before its first frame."""
-    made: DataTable[object] = DataTable(id=key, cursor_type="row")
+    made = FrameTable(id=key, cursor_type="row")
     for column in columns:
         made.add_column(column, key=column)
     return made

@@ -159,6 +159,8 @@ SCENES: dict[str, Scene] = {
     "findings": Scene(keys=("f", "down", "down", "down", "down")),
     # image_classifier is the second model row.
     "model": Scene(keys=("down", "enter")),
+    # The GPU table comes before the models table, which has the focus.
+    "gpu": Scene(keys=("shift+tab", "enter")),
     "log": Scene(keys=("l",)),
     "help": Scene(keys=("question_mark",)),
     "check-tui": Scene(browse_only=True),

@@ -230,10 +230,6 @@ def test_watch_key_ignores_numbers_only() -> None:
         assert watch_key(other) != watch_key(base)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "watch_key drops every digit, so TD701 on GPU 0 and TD701 on GPU 1 (same rule, no model, "
-    "no field, messages that differ only in the GPU's index) get one key: History keeps one "
-    "of the two findings and the findings screen shows 6 of 7"))
 def test_two_gpus_under_pressure_are_two_findings() -> None:
     evidence = incident()
     assert evidence.gpu is not None

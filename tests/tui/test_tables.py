@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import DataTable
@@ -124,11 +123,6 @@ def test_unchanged_rows_are_not_drawn_again() -> None:
     with_table(body)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a table whose rows are drawn before its next idle (when Textual's DataTable measures new "
-    "rows) keeps them at the header's widths: _update_dimensions widens the columns but does "
-    "not bump _update_count, so the cached row renders are reused ('TD10', 'firin'); seen in "
-    "`check --tui` and in screenshots about one run in two"))
 def test_rows_drawn_before_they_were_measured_are_drawn_again_at_full_width() -> None:
     async def body(table: DataTable[object], pilot: Pilot[None]) -> None:
         fill(table, [("a", ("image_classifier", 12345))])
