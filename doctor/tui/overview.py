@@ -36,7 +36,7 @@ class OverviewScreen(FrameScreen):
         yield from self.status_bar()
         yield Static(id="sources")
         yield new_table("gpus", GPU_COLUMNS)
-        yield Label("Models  (Enter: details)", classes="heading")
+        yield Label("Models", id="models-heading", classes="heading")
         yield new_table("models", MODEL_COLUMNS)
         yield Label("Firing  (Enter: all findings, / filter)", classes="heading")
         yield new_table("firing", FIRING_COLUMNS)
@@ -52,6 +52,7 @@ class OverviewScreen(FrameScreen):
         gpus = self.query_one("#gpus", DataTable)
         fill(gpus, gpu_rows(frame, history))
         gpus.display = gpus.row_count > 0
+        self.query_one("#models-heading", Label).update(models_heading(frame))
         fill(self.query_one("#models", DataTable), model_rows(frame))
         fill(self.query_one("#firing", DataTable), firing_rows(frame), height=2)
 
@@ -97,6 +98,14 @@ def gpu_rows(frame: Frame | None, history: History) -> list[Row]:
                  style="magenta"),
         )))
     return rows
+
+
+def models_heading(frame: Frame | None) -> str:
+    """Says what the rates cover: nothing until two readings a window apart exist."""
+    window = frame.window_s() if frame else None
+    rates = (f"rates over the last {window:.1f} s" if window
+             else "rates once a second reading is in")
+    return f"Models  ({rates}; Enter: details)"
 
 
 def model_rows(frame: Frame | None) -> list[Row]:

@@ -95,6 +95,11 @@ class Frame:
             ))
         return rows
 
+    def window_s(self) -> float | None:
+        """Seconds between the two server samples the rates come from; None with one."""
+        samples = self.evidence.server.samples if self.evidence.server else []
+        return samples[-1].at - samples[0].at if len(samples) >= 2 else None
+
     def uptime_s(self) -> float | None:
         """Seconds the server has run, from its process or its container; None if unknown."""
         host, container = self.evidence.host, self.evidence.container

@@ -242,3 +242,11 @@ def test_two_gpus_under_pressure_are_two_findings() -> None:
     history = History()
     history.add(Frame(SAMPLED_AT, evidence, result))
     assert len(history.seen) == len(result.findings)
+
+
+def test_window_of_the_rates() -> None:
+    evidence = incident()
+    assert frame(evidence).window_s() == pytest.approx(5.0, abs=0.5)
+    assert evidence.server is not None
+    evidence.server.samples = evidence.server.samples[-1:]
+    assert frame(evidence).window_s() is None
