@@ -1,0 +1,88 @@
+"""Small Python-backend models for the watch and poller tests, written as a real repository.
+
+``healthy_add`` loads and answers (OUTPUT0 = INPUT0 + 1); ``broken_init`` raises in
+``initialize``, so the real server marks it UNAVAILABLE with the exception as its reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tests.server_harness import TritonServer
+
+ADD_PY = '''
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() + 1)])
+            for r in requests]
+'''
+BROKEN_PY = '''
+class TritonPythonModel:
+    def initialize(self, args):
+        raise RuntimeError("cannot open the tokenizer")
+
+    def execute(self, requests):
+        return []
+'''
+CONFIG = """backend: "python"
+max_batch_size: 8
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+MODELS = {"healthy_add": ADD_PY, "broken_init": BROKEN_PY}
+
+
+def write_repository(repository: Path, models: dict[str, str] = MODELS) -> Path:
+    """``models``: name -> model.py source, each with :data:`CONFIG`, version 1."""
+    for name, source in models.items():
+        (repository / name / "1").mkdir(parents=True)
+        (repository / name / "config.pbtxt").write_text(CONFIG)
+        (repository / name / "1" / "model.py").write_text(source)
+    return repository
+
+
+def wait_ready(url: str, model: str, timeout: float = 60.0) -> None:
+    """Wait until ``model`` is READY (the server may answer /v2/health/live before)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/v2/models/{model}/ready", timeout=5):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def infer(url: str, model: str = "healthy_add") -> int:
+    """One request of batch 1; the HTTP status."""
+    body = {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32",
+                        "data": [1.0, 2.0, 3.0, 4.0]}]}
+    request = urllib.request.Request(f"{url}/v2/models/{model}/infer",
+                                     data=json.dumps(body).encode(), method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def kill(server: TritonServer) -> None:
+    """SIGKILL the server's process group, then clean up as ``stop`` does: a graceful stop
+    waits out the Python stubs (seconds per server) for nothing a test needs."""
+    if server.process is not None and server.process.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(server.process.pid, signal.SIGKILL)
+    server.stop()
