@@ -36,6 +36,10 @@ from triton_doctor.evidence import (
 
 #: Seconds between reads of the configs, the container and /dev/shm.
 SLOW_EVERY_S = 10.0
+#: The parts of a Reading that rates and trends compare.
+PARTS = ("sample", "scrape", "gpu")
+#: Readings kept at most while a part stays missing (an hour of polls at 1 s).
+MAX_READINGS = 3600
 
 
 @dataclass(frozen=True)
@@ -115,17 +119,24 @@ class Poller:
             return None
 
     def _earlier(self, now: Reading) -> Reading:
-        """The newest reading at least a window old (or the oldest kept), and forget older ones.
+        """Per part, the newest reading of it at least a window old (else the oldest kept):
+        a server that missed one poll still has its rates from the reading before.
 
-        Each part falls back on itself: a server that missed that poll pairs with the next.
+        A reading is forgotten once a newer one, itself a window old, has every part it has.
         """
         window = self.request.window_s
-        while len(self._readings) > 1 and now.at - self._readings[1].at >= window:
-            self._readings.popleft()
-        if not self._readings:
-            return Reading(now.at, None, None, None)
-        first = self._readings[0]
-        return Reading(first.at, first.sample, first.scrape, first.gpu)
+        readings = self._readings
+        while len(readings) > 1 and now.at - readings[1].at >= window and (
+                len(readings) > MAX_READINGS
+                or all(getattr(readings[1], part) is not None
+                       for part in PARTS if getattr(readings[0], part) is not None)):
+            readings.popleft()
+        return Reading(now.at, *(self._pick(part, now.at - window) for part in PARTS))
+
+    def _pick(self, part: str, newest_at: float) -> Any:
+        having = [r for r in self._readings if getattr(r, part) is not None]
+        aged = [r for r in having if r.at <= newest_at]
+        return getattr(aged[-1] if aged else having[0], part) if having else None
 
     def _add_surroundings(self, evidence: Evidence, slow: bool) -> None:
         """Container, host and log: read at the slow pace and carried over in between."""
