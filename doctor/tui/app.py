@@ -72,13 +72,14 @@ class WatchApp(App[None]):
         if self.paused or self.reading:
             return
         self.reading = True
-        self._read()
+        self._read(asked=False)
 
     @work(group="read")
-    async def _read(self) -> None:
+    async def _read(self, asked: bool) -> None:
         """Read the source in a daemon thread and wait for it here: quitting must not wait
         for a server that takes its whole timeout to answer (a pool thread would be joined
-        at exit)."""
+        at exit). A poll that ends after ``p`` is dropped, so a paused screen stays still;
+        one the user ``asked`` for with ``r`` is shown."""
         loop = asyncio.get_running_loop()
         done: asyncio.Future[Frame | str] = loop.create_future()
 
@@ -92,7 +93,9 @@ class WatchApp(App[None]):
 
         threading.Thread(target=read, name="triton-doctor-read", daemon=True).start()
         outcome = await done
-        if isinstance(outcome, Frame):
+        if self.paused and not asked:
+            self.reading = False
+        elif isinstance(outcome, Frame):
             self._show(outcome)
         else:
             self._failed(outcome)
@@ -159,7 +162,7 @@ class WatchApp(App[None]):
         if self._timer is not None:
             self._timer.reset()
         self.reading = True
-        self._read()
+        self._read(asked=True)
 
     def action_save(self) -> None:
         frame = self.history.latest

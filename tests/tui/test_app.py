@@ -572,6 +572,29 @@ def test_r_while_a_read_runs_starts_no_second_one() -> None:
     play(scenario())
 
 
+def test_a_poll_that_ends_after_p_is_not_shown_but_r_is() -> None:
+    async def scenario() -> None:
+        reads = Reads(incident(), detector_recovered())
+        reads.hold.clear()
+        app = NotedApp(source(reads, live=True), interval_s=3600)
+        try:
+            async with app.run_test(size=SIZE) as pilot:
+                assert await asyncio.to_thread(reads.entered.wait, 10)
+                await pilot.press("p")  # pause while the first poll runs
+                reads.hold.set()
+                await settle(app, pilot)
+                assert reads.calls == 1 and not app.reading
+                assert app.reads == 0, "a paused screen changed"
+                await pilot.press("r")  # asked for: shown even while paused
+                await settle(app, pilot)
+                assert app.reads == 1
+                assert "ready ✓" in text_of(app, "#status")
+        finally:
+            reads.hold.set()
+
+    play(scenario())
+
+
 def broken() -> Evidence:
     raise RuntimeError("the collector fell over")
 
