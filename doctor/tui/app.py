@@ -114,8 +114,9 @@ class WatchApp(App[None]):
         self._redraw()
 
     def _redraw(self) -> None:
-        if isinstance(self.screen, FrameScreen):
-            self.screen.show(self.history)
+        stack = self.screen_stack  # empty once the UI is closing, with a read still landing
+        if stack and isinstance(stack[-1], FrameScreen):
+            stack[-1].show(self.history)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that mean nothing here are left out of the footer and do nothing: pause for

@@ -595,6 +595,17 @@ def test_a_poll_that_ends_after_p_is_not_shown_but_r_is() -> None:
     play(scenario())
 
 
+def test_a_read_landing_while_the_ui_closes_is_ignored() -> None:
+    async def scenario() -> None:
+        app = incident_app()
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+        assert not app.screen_stack
+        app._show(app.history.latest)  # what a read finishing during shutdown does
+
+    play(scenario())
+
+
 def broken() -> Evidence:
     raise RuntimeError("the collector fell over")
 
