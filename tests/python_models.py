@@ -1,7 +1,10 @@
-"""Small Python-backend models for the watch and poller tests, written as a real repository.
+"""Small Python-backend models for the tests that run the real server, and for the recorded
+incident (fixtures/generate/watch_snapshot.py).
 
 ``healthy_add`` loads and answers (OUTPUT0 = INPUT0 + 1); ``broken_init`` raises in
 ``initialize``, so the real server marks it UNAVAILABLE with the exception as its reason.
+``SLOW_PY`` takes 50 ms per execution, ``ECHO_PY`` 2 ms, and :func:`failing_on_negative`
+raises on the requests a test marks.
 """
 
 from __future__ import annotations
@@ -27,6 +30,49 @@ class TritonPythonModel:
             "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy() + 1)])
             for r in requests]
 '''
+SLOW_PY = '''
+import time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(0.05)
+        responses = []
+        for request in requests:
+            data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            out = pb_utils.Tensor("OUTPUT0", data.astype(np.float32))
+            responses.append(pb_utils.InferenceResponse(output_tensors=[out]))
+        return responses
+'''
+ECHO_PY = SLOW_PY.replace("time.sleep(0.05)", "time.sleep(0.002)")
+
+
+def failing_on_negative(message: str) -> str:
+    """A model that raises ``message`` for a request whose first value is negative.
+
+    Raised, not returned: the server counts an error a model returns inside its response as a
+    success (2.51), and only a raised one as a failure.
+    """
+    return f'''
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            if data.flat[0] < 0:
+                raise ValueError({message!r})
+            out = pb_utils.Tensor("OUTPUT0", data.astype(np.float32))
+            responses.append(pb_utils.InferenceResponse(output_tensors=[out]))
+        return responses
+'''
+
+
 BROKEN_PY = '''
 class TritonPythonModel:
     def initialize(self, args):

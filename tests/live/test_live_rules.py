@@ -24,43 +24,10 @@ from typing import Any
 
 import pytest
 
+from tests.python_models import ECHO_PY, SLOW_PY, failing_on_negative
 from tests.server_harness import TritonServer
 
-SLOW_PY = '''
-import time
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        time.sleep(0.05)
-        responses = []
-        for request in requests:
-            data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            out = pb_utils.Tensor("OUTPUT0", data.astype(np.float32))
-            responses.append(pb_utils.InferenceResponse(output_tensors=[out]))
-        return responses
-'''
-ECHO_PY = SLOW_PY.replace("time.sleep(0.05)", "time.sleep(0.002)")
-FLAKY_PY = '''
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            data = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            if data.flat[0] < 0:
-                # Raised, not returned: the server counts an error a model returns inside its
-                # response as a success (2.51), and only a raised one as a failure.
-                raise ValueError("negative input")
-            out = pb_utils.Tensor("OUTPUT0", data.astype(np.float32))
-            responses.append(pb_utils.InferenceResponse(output_tensors=[out]))
-        return responses
-'''
+FLAKY_PY = failing_on_negative("negative input")
 RAISES_PY = '''
 class TritonPythonModel:
     def initialize(self, args):
