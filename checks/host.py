@@ -104,6 +104,28 @@ def collect_host(server_pids: list[int] | None = None) -> HostEvidence:
     return evidence
 
 
+def listening_servers(port: int) -> list[int] | None:
+    """The tritonserver processes listening on TCP ``port`` here, so that a host running
+    several servers is judged for the one asked about; None when none can be told (sockets
+    of other users unreadable, or a proxy such as docker-proxy holds the port)."""
+    try:
+        import psutil
+    except ImportError:
+        return None
+    try:
+        listening = {c.pid for c in psutil.net_connections(kind="tcp")
+                     if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+                     and c.pid}
+    except (OSError, psutil.Error):
+        return None
+    servers = []
+    for pid in listening:
+        with contextlib.suppress(psutil.Error):
+            if _is_server(psutil.Process(pid).cmdline()):
+                servers.append(pid)
+    return sorted(servers) or None
+
+
 def _processes(psutil: Any) -> tuple[dict[int, list[str]], bool]:
     """Every process's command line (its name when the command line is hidden), up to
     MAX_PROCESSES; and whether every process was listed."""

@@ -126,6 +126,10 @@ def with_trend(later: GpuEvidence, earlier: GpuEvidence) -> None:
             device.memory_used_earlier_bytes = found.memory_used_bytes
 
 
+def _port(url: str) -> int:
+    return urlsplit(url if "://" in url else f"http://{url}").port or DEFAULT_HTTP_PORT
+
+
 def collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> None:
     from triton_doctor.checks import container, host, logs
 
@@ -135,7 +139,7 @@ def collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> 
         evidence.unavailable["container"] = str(error)
     if is_local(url) or evidence.container is not None:
         try:
-            evidence.host = host.collect_host()
+            evidence.host = host.collect_host(host.listening_servers(_port(url)))
         except SourceUnavailable as error:
             evidence.unavailable["host"] = str(error)
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import subprocess
 import sys
 import uuid
@@ -14,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 from triton_doctor.checks import host
-from triton_doctor.checks.host import collect_host
+from triton_doctor.checks.host import collect_host, listening_servers
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.evidence import HostEvidence, ShmSegment, from_jsonable, to_jsonable
 
@@ -148,3 +149,24 @@ def test_evidence_round_trips_through_json(shm_name: str) -> None:
     finally:
         child.communicate("")
     assert from_jsonable(HostEvidence, json.loads(json.dumps(to_jsonable(evidence)))) == evidence
+
+
+def test_the_server_listening_on_the_port_is_the_one_judged(
+        triton_server: StartServer, tmp_path: Path) -> None:
+    """Two servers on one host: uptime and memory are those of the one at --url."""
+    write_model(tmp_path / "a", "python_model", GOOD_CONFIG)
+    write_model(tmp_path / "b", "python_model", GOOD_CONFIG)
+    first, second = triton_server(tmp_path / "a"), triton_server(tmp_path / "b")
+    assert first.process is not None and second.process is not None
+    assert collect_host().server_started_at is None  # two servers: whose uptime?
+    pids = listening_servers(second.http_port)
+    assert pids == [second.process.pid]
+    evidence = collect_host(pids)
+    assert evidence.server_started_at == psutil.Process(second.process.pid).create_time()
+
+
+def test_a_port_nobody_listens_on_names_no_server() -> None:
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    assert listening_servers(port) is None
