@@ -181,3 +181,37 @@ def test_sarif_output_names_rules_lines_and_levels() -> None:
     assert region["artifactLocation"]["uri"].endswith("text_encoder/config.pbtxt")
     assert not region["artifactLocation"]["uri"].startswith("/")
     assert region["region"]["startLine"] == 8
+
+
+INCIDENT = ROOT / "fixtures" / "recorded" / "watch" / "incident.snapshot.json"
+
+
+@pytest.mark.parametrize("args", [
+    ("watch", "--snapshot", str(INCIDENT)),
+    ("check", str(DEMO), "--tui"),
+])
+def test_the_terminal_ui_without_a_terminal_says_what_to_use(args: tuple[str, ...]) -> None:
+    proc = run_cli(*args)  # stdin and stdout are pipes here
+    assert proc.returncode == 2
+    assert "needs a terminal" in proc.stderr
+    assert "--format json" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args", [
+    ("watch",),
+    ("watch", "--url", "localhost:8000", "--snapshot", str(INCIDENT)),
+])
+def test_watch_needs_one_source(args: tuple[str, ...]) -> None:
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert "give --url URL of a running server, or --snapshot FILE" in proc.stderr
+
+
+def test_watch_on_a_snapshot_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:
+    saved = tmp_path / "x.json"
+    saved.write_text("not json")
+    proc = run_cli("watch", "--snapshot", str(saved))
+    assert proc.returncode == 2
+    assert str(saved) in proc.stderr
+    assert "Traceback" not in proc.stderr
