@@ -109,3 +109,25 @@ def test_p_pauses_polling_and_p_again_resumes(watch: TmuxPane) -> None:
     watch.keys("p")
     watch.wait_for(lambda s: "PAUSED" not in _status_bar(s) and _read_at(s) != paused_at,
                    timeout=10, what="polling again: PAUSED gone and a newer reading")
+
+
+def test_q_quits_at_once_while_a_hung_server_holds_the_read(
+        silent_port: int, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A server that accepts and never answers keeps a read busy for its whole timeout; the
+    UI must still answer keys, and q must not wait for that read."""
+    if not TRITON_DOCTOR.is_file():
+        pytest.skip(f"no console script at {TRITON_DOCTOR}: pip install -e .")
+    url = f"http://127.0.0.1:{silent_port}"
+    command = [str(TRITON_DOCTOR), "watch", "--url", url, "--metrics-url", f"{url}/metrics",
+               "--timeout", "30"]
+    with TmuxPane(command, tmp_path_factory.mktemp("tmux")) as pane:
+        pane.wait_for(lambda screen: "reading…" in screen and "q quit" in screen,
+                      what="the first read running and the footer")
+        pane.keys("?")
+        pane.wait_for(lambda screen: "this help" in screen, timeout=5, what="the help")
+        pane.keys("Escape")  # on its own: an Escape followed at once by q reads as Alt+q
+        pane.wait_for(lambda screen: "this help" not in screen, timeout=5, what="help closed")
+        pressed = time.monotonic()
+        pane.keys("q")
+        assert pane.wait_exit(timeout=5) == 0
+        assert time.monotonic() - pressed < 3, "q waited for the hung read"
