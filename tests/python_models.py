@@ -4,7 +4,7 @@ incident (fixtures/generate/watch_snapshot.py).
 ``healthy_add`` loads and answers (OUTPUT0 = INPUT0 + 1); ``broken_init`` raises in
 ``initialize``, so the real server marks it UNAVAILABLE with the exception as its reason.
 ``SLOW_PY`` takes 50 ms per execution, ``ECHO_PY`` 2 ms, and :func:`failing_on_negative`
-raises on the requests a test marks.
+raises on the requests a test marks. :class:`Load` keeps client threads sending requests.
 """
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ import contextlib
 import json
 import os
 import signal
+import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tests.server_harness import TritonServer
@@ -90,13 +92,18 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 MODELS = {"healthy_add": ADD_PY, "broken_init": BROKEN_PY}
 
 
-def write_repository(repository: Path, models: dict[str, str] = MODELS) -> Path:
-    """``models``: name -> model.py source, each with :data:`CONFIG`, version 1."""
-    for name, source in models.items():
+def write_models(repository: Path, models: Mapping[str, tuple[str, str]]) -> Path:
+    """``models``: name -> (config.pbtxt, model.py of version 1)."""
+    for name, (config, source) in models.items():
         (repository / name / "1").mkdir(parents=True)
-        (repository / name / "config.pbtxt").write_text(CONFIG)
+        (repository / name / "config.pbtxt").write_text(config)
         (repository / name / "1" / "model.py").write_text(source)
     return repository
+
+
+def write_repository(repository: Path, models: dict[str, str] = MODELS) -> Path:
+    """``models``: name -> model.py source, each with :data:`CONFIG`."""
+    return write_models(repository, {name: (CONFIG, source) for name, source in models.items()})
 
 
 def wait_ready(url: str, model: str, timeout: float = 60.0) -> None:
@@ -112,10 +119,11 @@ def wait_ready(url: str, model: str, timeout: float = 60.0) -> None:
             time.sleep(0.1)
 
 
-def infer(url: str, model: str = "healthy_add") -> int:
-    """One request of batch 1; the HTTP status."""
-    body = {"inputs": [{"name": "INPUT0", "shape": [1, 4], "datatype": "FP32",
-                        "data": [1.0, 2.0, 3.0, 4.0]}]}
+def infer(url: str, model: str = "healthy_add", value: float = 1.0,
+          batched: bool = True) -> int:
+    """One request (a batch of one when ``batched``) of four ``value``; the HTTP status."""
+    body = {"inputs": [{"name": "INPUT0", "shape": [1, 4] if batched else [4],
+                        "datatype": "FP32", "data": [value] * 4}]}
     request = urllib.request.Request(f"{url}/v2/models/{model}/infer",
                                      data=json.dumps(body).encode(), method="POST")
     try:
@@ -123,6 +131,33 @@ def infer(url: str, model: str = "healthy_add") -> int:
             return int(response.status)
     except urllib.error.HTTPError as error:
         return int(error.code)
+
+
+class Load:
+    """Client threads sending requests until stopped."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def clients(self, count: int, send: Callable[[int], object], pause: float = 0.0) -> None:
+        """``count`` threads calling ``send(n)`` for their n-th request, ``pause`` s apart."""
+        def loop() -> None:
+            sent = 0
+            while not self.stop.is_set():
+                send(sent)
+                sent += 1
+                self.stop.wait(pause)
+
+        for _ in range(count):
+            thread = threading.Thread(target=loop, daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def end(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=60)
 
 
 def kill(server: TritonServer) -> None:

@@ -14,9 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
-import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +22,15 @@ from typing import Any
 
 import pytest
 
-from tests.python_models import ECHO_PY, SLOW_PY, failing_on_negative
+from tests.python_models import (
+    ECHO_PY,
+    SLOW_PY,
+    Load,
+    failing_on_negative,
+    infer,
+    wait_ready,
+    write_models,
+)
 from tests.server_harness import TritonServer
 
 FLAKY_PY = failing_on_negative("negative input")
@@ -58,46 +64,6 @@ MODELS = {
 }
 
 
-def _infer(url: str, model: str, value: float, batch: int | None) -> int:
-    shape = [1, 4] if batch else [4]
-    body = {"inputs": [{"name": "INPUT0", "shape": shape, "datatype": "FP32",
-                        "data": [value] * 4}]}
-    request = urllib.request.Request(f"{url}/v2/models/{model}/infer",
-                                     data=json.dumps(body).encode(), method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as error:
-        return int(error.code)
-
-
-class Load:
-    """Client threads sending requests until stopped."""
-
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.threads: list[threading.Thread] = []
-
-    def clients(self, count: int, send: Callable[[int], None], pause: float = 0.0) -> None:
-        def loop() -> None:
-            sent = 0
-            while not self.stop.is_set():
-                send(sent)
-                sent += 1
-                if pause:
-                    time.sleep(pause)
-
-        for _ in range(count):
-            thread = threading.Thread(target=loop, daemon=True)
-            thread.start()
-            self.threads.append(thread)
-
-    def end(self) -> None:
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=60)
-
-
 def _abandoned_region(url: str, key: str) -> None:
     """A client that creates a shared-memory region, registers it and exits without
     unregistering or unlinking it."""
@@ -118,19 +84,9 @@ urllib.request.urlopen(request, timeout=10).read()
 def incident(triton_server: Callable[..., TritonServer],
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     repository = tmp_path_factory.mktemp("live") / "models"
-    for name, (config, source) in MODELS.items():
-        (repository / name / "1").mkdir(parents=True)
-        (repository / name / "config.pbtxt").write_text(config)
-        (repository / name / "1" / "model.py").write_text(source)
-    server = triton_server(repository, "--exit-on-error=false", wait_for="/v2/health/live")
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # the good models are READY once "healthy" is
-        try:
-            with urllib.request.urlopen(f"{server.http_url}/v2/models/healthy/ready",
-                                        timeout=5):
-                break
-        except OSError:
-            time.sleep(0.5)
+    server = triton_server(write_models(repository, MODELS), "--exit-on-error=false",
+                          wait_for="/v2/health/live")
+    wait_ready(server.http_url, "healthy")  # the good models are READY once it is
     suffix = uuid.uuid4().hex[:8]
     region_key = f"tdoctor_region_{suffix}"
     _abandoned_region(server.http_url, region_key)
@@ -139,11 +95,11 @@ def incident(triton_server: Callable[..., TritonServer],
         handle.write(b"\0" * 8192)
     url = server.http_url
     load = Load()
-    load.clients(8, lambda i: _infer(url, "slow", 1.0, None))
-    load.clients(1, lambda i: _infer(url, "one_at_a_time", 1.0, 1))
-    load.clients(8, lambda i: _infer(url, "batched", 1.0, 1))
-    load.clients(1, lambda i: _infer(url, "flaky", -1.0 if i % 4 == 0 else 1.0, None))
-    load.clients(1, lambda i: _infer(url, "healthy", 1.0, 1), pause=0.5)
+    load.clients(8, lambda i: infer(url, "slow", 1.0, batched=False))
+    load.clients(1, lambda i: infer(url, "one_at_a_time"))
+    load.clients(8, lambda i: infer(url, "batched"))
+    load.clients(1, lambda i: infer(url, "flaky", -1.0 if i % 4 == 0 else 1.0, batched=False))
+    load.clients(1, lambda i: infer(url, "healthy"), pause=0.5)
     time.sleep(1.0)  # every client has its first requests in flight
     try:
         proc = subprocess.run(
