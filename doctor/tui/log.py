@@ -70,30 +70,31 @@ class LogScreen(FrameScreen):
         super().show(history)
         frame = history.latest
         log = frame.evidence.log if frame else None
+        lines = error_lines(log)
         source = self.query_one("#log-source", Static)
         if frame is not None and log is None:
             why = frame.evidence.unavailable.get("log", "not collected")
             source.update(Text(f"no log: {why}", style="dim"))
         elif log is not None:
-            lines = error_lines(log)
             source.update(f"{log.source}: {sum(e.count for e in lines)} error or warning lines "
                           f"({len(lines)} distinct) in the last {len(log.lines)} lines")
         rows = [(str(e.number), (e.number, f"{e.count}x", e.rule or "",
                                  Text(e.line, no_wrap=True, overflow="ellipsis")))
-                for e in error_lines(log)]
+                for e in lines]
         fill(self.query_one("#log-lines", DataTable), rows)
-        self._describe(log)
+        self._describe(lines, log is not None)
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
         frame = self.watch_app.history.latest
-        self._describe(frame.evidence.log if frame else None)
+        log = frame.evidence.log if frame else None
+        self._describe(error_lines(log), log is not None)
 
-    def _describe(self, log: LogEvidence | None) -> None:
+    def _describe(self, lines: list[ErrorLine], have_log: bool) -> None:
         key = selected_key(self.query_one("#log-lines", DataTable))
-        chosen = next((entry for entry in error_lines(log) if str(entry.number) == key), None)
+        chosen = next((entry for entry in lines if str(entry.number) == key), None)
         detail = self.query_one("#log-detail", Static)
         if chosen is None:
-            detail.update(Text("No error lines." if log else "", style="dim"))
+            detail.update(Text("No error lines." if have_log else "", style="dim"))
             return
         text = Text(chosen.line + "\n")
         if chosen.count > 1:

@@ -57,7 +57,7 @@ class ModelScreen(FrameScreen):
 
     def _numbers(self, history: History) -> Text:
         frame = history.latest
-        row = next((r for r in frame.models() if r.name == self.model), None) if frame else None
+        row = next((r for r in frame.models if r.name == self.model), None) if frame else None
         text = Text(self.model, style="bold")
         if row is None:
             source = "the server does not list it" if frame and frame.evidence.server else ""

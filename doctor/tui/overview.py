@@ -112,7 +112,7 @@ def model_rows(frame: Frame | None) -> list[Row]:
     if frame is None:
         return []
     rows: list[Row] = []
-    for row in frame.models():
+    for row in frame.models:
         state = Text(row.state, style="green" if row.state == "READY" else "bold red")
         rows.append((row.name, (
             row.name, row.version or "-", state, number(row.requests_per_s),

@@ -63,12 +63,10 @@ class Frame:
         return {part: "" if getattr(evidence, part) is not None
                 else evidence.unavailable.get(part, "not collected") for part in SOURCES}
 
-    def models(self) -> list[ModelRow]:
-        """The server's models with their traffic over the window, by name."""
-        return self._model_rows
-
     @cached_property
-    def _model_rows(self) -> list[ModelRow]:
+    def models(self) -> list[ModelRow]:
+        """The server's models with their traffic over the window, by name (each screen asks
+        on every frame: worked out once)."""
         server = self.evidence.server
         if server is None:
             return []
@@ -154,7 +152,7 @@ class History:
                 if device.memory_total_bytes:
                     self._series(self.gpu_memory, gpu_key(device)).append(
                         device.memory_used_bytes / device.memory_total_bytes)
-        for row in frame.models():
+        for row in frame.models:
             series = self.model_series.setdefault(row.name, {})
             for name, value in (("requests/s", row.requests_per_s),
                                 ("average batch", row.average_batch),

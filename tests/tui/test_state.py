@@ -32,7 +32,7 @@ def finding(rule: str = "TD611", model: str | None = "m", message: str = "waits 
 
 
 def test_model_rows_of_the_recorded_incident() -> None:
-    rows = {row.name: row for row in frame(incident()).models()}
+    rows = {row.name: row for row in frame(incident()).models}
     assert list(rows) == ["detector", "image_classifier", "reranker", "safety_filter",
                           "text_encoder", "tokenizer"]
     assert {name: row.state for name, row in rows.items()} == {
@@ -59,7 +59,7 @@ def test_model_rows_of_the_recorded_incident() -> None:
 def test_no_server_no_model_rows() -> None:
     evidence = incident()
     evidence.server = None
-    assert frame(evidence).models() == []
+    assert frame(evidence).models == []
 
 
 def test_firing_is_errors_first_then_by_model_and_rule() -> None:
