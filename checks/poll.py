@@ -86,7 +86,9 @@ class Poller:
                 url=without_credentials(self.metrics_url),
                 scrapes=[s for s in (earlier.scrape, reading.scrape) if s])
         if reading.gpu is not None:
-            evidence.gpu = _with_earlier(reading.gpu, earlier.gpu)
+            if earlier.gpu is not None:
+                with_trend(reading.gpu, earlier.gpu)
+            evidence.gpu = reading.gpu
         self._add_surroundings(evidence, slow)
         return evidence
 
@@ -142,15 +144,14 @@ class Poller:
         """Container, host and log: read at the slow pace and carried over in between."""
         if slow:
             self._surroundings = Evidence()
-            collect_surroundings(self._surroundings, self._log_free_request(), self.url)
+            # The log is read below, every poll: not at this pace.
+            collect_surroundings(self._surroundings, replace(self.request, log_path=None),
+                                 self.url)
         kept = self._surroundings
         evidence.container, evidence.host = kept.container, kept.host
         evidence.unavailable.update(
             {part: why for part, why in kept.unavailable.items() if part in ("container", "host")})
         self._add_log(evidence)
-
-    def _log_free_request(self) -> LiveRequest:
-        return replace(self.request, log_path=None)
 
     def _add_log(self, evidence: Evidence) -> None:
         """The log every poll: a file's tail is cheap, and it is what an incident is read from."""
@@ -166,10 +167,4 @@ class Poller:
         else:
             evidence.unavailable["log"] = self._surroundings.unavailable.get(
                 "log", "no --log FILE given and no container found")
-
-
-def _with_earlier(now: GpuEvidence, earlier: GpuEvidence | None) -> GpuEvidence:
-    if earlier is not None and earlier is not now:
-        with_trend(now, earlier)
-    return now
 
