@@ -111,3 +111,13 @@ def test_error_lines_keep_the_most_recent_distinct_lines() -> None:
     lines = error_lines(log)
     assert len(lines) == MAX_LINES
     assert lines[0].number == 51 and lines[-1].number == MAX_LINES + 50
+
+
+def test_a_full_dev_shm_in_the_log_is_explained_by_the_shm_size_rule() -> None:
+    log = LogEvidence("server.log", [
+        "E1129 21:52:41.000003 6646 pb_stub.cc:402] Failed to increase the shared memory pool "
+        "size for key 'triton_python_backend_shm_region_7' to 134217728 bytes. If you are "
+        "running Triton inside docker, use '--shm-size' flag to control the shared memory "
+        "region size.",
+    ])
+    assert [e.rule for e in error_lines(log)] == ["TD714"]
