@@ -114,8 +114,13 @@ class WatchApp(App[None]):
         self._redraw()
 
     def _redraw(self) -> None:
-        stack = self.screen_stack  # empty once the UI is closing, with a read still landing
-        if stack and isinstance(stack[-1], FrameScreen):
+        """Draw the newest frame on the top screen. A read can land while the UI closes
+        (its widgets are being removed) or before a just-pushed screen has been built; such
+        a screen is skipped, and a new one draws itself when it is resumed."""
+        if not self.is_running:
+            return
+        stack = self.screen_stack
+        if stack and isinstance(stack[-1], FrameScreen) and stack[-1].is_mounted:
             stack[-1].show(self.history)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:

@@ -606,6 +606,47 @@ def test_a_read_landing_while_the_ui_closes_is_ignored() -> None:
     play(scenario())
 
 
+class LandingWhileClosing(OverviewScreen):
+    """Shows a frame from its unmount handler: the moment a read landing during shutdown
+    meets a screen whose widgets are already removed."""
+
+    def on_unmount(self) -> None:
+        frame = self.watch_app.history.latest
+        assert frame is not None
+        self.watch_app._show(frame)
+
+
+class ClosingApp(NotedApp):
+    def get_default_screen(self) -> OverviewScreen:
+        return LandingWhileClosing()
+
+
+def test_a_read_landing_on_a_screen_being_torn_down_is_ignored() -> None:
+    async def scenario() -> None:
+        app = ClosingApp(source(Reads(incident())))
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+        assert app.reads == 2, "the read landing at shutdown was not taken"
+
+    play(scenario())
+
+
+def test_a_read_landing_before_a_pushed_screen_is_built_waits_for_it() -> None:
+    async def scenario() -> None:
+        app = incident_app()
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            frame = app.history.latest
+            assert frame is not None
+            app.push_screen(FindingsScreen())  # on the stack, its widgets not made yet
+            app._show(frame)
+            await settle(app, pilot)
+            assert isinstance(app.screen, FindingsScreen)
+            assert sorted(column(app, "#findings", "rule")) == sorted(INCIDENT_RULES)
+
+    play(scenario())
+
+
 def broken() -> Evidence:
     raise RuntimeError("the collector fell over")
 
