@@ -144,13 +144,10 @@ class WatchApp(App[None]):
             self.push_screen(FindingsScreen())
 
     def action_filter(self) -> None:
-        if not isinstance(self.screen, FindingsScreen):
-            self.push_screen(FindingsScreen())
-        self.call_after_refresh(self._focus_filter)
-
-    def _focus_filter(self) -> None:
         if isinstance(self.screen, FindingsScreen):
             self.screen.focus_filter()
+        else:
+            self.push_screen(FindingsScreen(filter_first=True))
 
     def action_log(self) -> None:
         if not isinstance(self.screen, LogScreen):

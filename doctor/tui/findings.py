@@ -63,9 +63,11 @@ class FindingsScreen(FrameScreen):
         Binding("a", "toggle_firing", "firing only/all"),
     ]
 
-    def __init__(self, select: str | None = None) -> None:
+    def __init__(self, select: str | None = None, filter_first: bool = False) -> None:
         super().__init__()
         self.select = select
+        #: Opened with ``/``: the cursor starts in the filter box rather than the table.
+        self.filter_first = filter_first
         self.firing_only = True
         self.sort_column: str | None = None
         self.sort_reverse = False
@@ -81,7 +83,7 @@ class FindingsScreen(FrameScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one("#findings", DataTable).focus()
+        self.query_one("#filter" if self.filter_first else "#findings").focus()
 
     def focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
