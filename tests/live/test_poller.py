@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -111,10 +112,10 @@ def test_polls_faster_than_the_window_pair_with_the_newest_reading_a_window_old(
     polls = [poller.poll()]
     assert infer(server.http_url) == 200
     ended = time.monotonic() + 3 * WINDOW
-    while time.monotonic() < ended:
+    while time.monotonic() < ended or len(polls) <= 10:  # a loaded machine polls slower
         time.sleep(0.1)
         polls.append(poller.poll())
-    assert len(times) == len(polls) > 10
+    assert len(times) == len(polls)
     samples = []
     for evidence in polls:
         assert evidence.server is not None
@@ -128,7 +129,10 @@ def test_polls_faster_than_the_window_pair_with_the_newest_reading_a_window_old(
         assert earlier is samples[expected], (index, expected, times)
     last = polls[-1].server
     assert last is not None
-    assert WINDOW <= last.samples[-1].at - last.samples[0].at < WINDOW + 0.5
+    # Paired with the newest reading a window old: the span exceeds the window by less
+    # than the longest pause between two polls.
+    longest_pause = max(later - sooner for sooner, later in pairwise(times))
+    assert WINDOW <= last.samples[-1].at - last.samples[0].at < WINDOW + longest_pause + 0.1
     # The request went out more than a window ago: it has slid out of the rates.
     rates = {r.model: r for r in LiveView(polls[-1]).rates}
     assert rates["healthy_add"].requests == 0
