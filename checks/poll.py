@@ -17,11 +17,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from triton_doctor.checks import gpu, metrics, server
+from triton_doctor.checks import metrics, server
 from triton_doctor.checks.live import (
     LiveRequest,
     collect_surroundings,
     metrics_url_for,
+    read_gpu,
     with_trend,
     without_credentials,
 )
@@ -76,7 +77,7 @@ class Poller:
             self._configs.clear()
         evidence = Evidence()
         reading = Reading(now, self._sample(evidence), self._scrape(evidence),
-                          self._read_gpu(evidence))
+                          read_gpu(evidence))
         earlier = self._earlier(reading)
         self._readings.append(reading)
         if evidence.server is not None and reading.sample is not None:
@@ -110,14 +111,6 @@ class Poller:
             return metrics.scrape(self.metrics_url, self.request.timeout_s)
         except SourceUnavailable as error:
             evidence.unavailable["metrics"] = str(error)
-            return None
-
-    @staticmethod
-    def _read_gpu(evidence: Evidence) -> GpuEvidence | None:
-        try:
-            return gpu.collect_gpu()
-        except SourceUnavailable as error:
-            evidence.unavailable["gpu"] = str(error)
             return None
 
     def _earlier(self, now: Reading) -> Reading:

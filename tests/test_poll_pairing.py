@@ -7,7 +7,7 @@ which poll): what is tested is the Poller's bookkeeping, not the server (tests/l
 from __future__ import annotations
 
 import pytest
-from triton_doctor.checks import poll
+from triton_doctor.checks import gpu, poll
 from triton_doctor.checks.live import LiveRequest
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.evidence import Evidence, MetricsScrape, ServerEvidence, ServerSample
@@ -41,7 +41,7 @@ def script(monkeypatch: pytest.MonkeyPatch) -> Script:
     monkeypatch.setattr(poll.server, "describe", script.describe)
     monkeypatch.setattr(poll.server, "sample", script.sample)
     monkeypatch.setattr(poll.metrics, "scrape", script.scrape)
-    monkeypatch.setattr(poll.gpu, "collect_gpu", _no_gpu)
+    monkeypatch.setattr(gpu, "collect_gpu", _no_gpu)
     monkeypatch.setattr(poll, "collect_surroundings", _nothing_around)
     return script
 
