@@ -15,6 +15,7 @@ import json
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -55,8 +56,7 @@ MODELS = {
     "one_at_a_time": (BATCHER, ECHO_PY),
     "batched": (BATCHER, ECHO_PY),
     "flaky": ('backend: "python"\nmax_batch_size: 0\n' + IO, FLAKY_PY),
-    "healthy": ('backend: "python"\nmax_batch_size: 8\n' + IO + "dynamic_batching { }\n",
-                ECHO_PY),
+    "healthy": ('backend: "python"\nmax_batch_size: 0\n' + IO, ECHO_PY),
     "init_raises": ('backend: "python"\nmax_batch_size: 0\n' + IO, RAISES_PY),
     "zero_dims": ('backend: "python"\nmax_batch_size: 0\n' + IO.replace("[ 4 ] } ]\noutput",
                                                                        "[ 0 ] } ]\noutput"),
@@ -99,8 +99,9 @@ def incident(triton_server: Callable[..., TritonServer],
     load.clients(1, lambda i: infer(url, "one_at_a_time"))
     load.clients(8, lambda i: infer(url, "batched"))
     load.clients(1, lambda i: infer(url, "flaky", -1.0 if i % 4 == 0 else 1.0, batched=False))
-    load.clients(1, lambda i: infer(url, "healthy"), pause=0.5)
+    load.clients(1, lambda i: infer(url, "healthy", batched=False), pause=0.05)
     time.sleep(1.0)  # every client has its first requests in flight
+    healthy_before = _inferences(url, "healthy")
     try:
         proc = subprocess.run(
             [sys.executable, "-m", "triton_doctor", "check", "--url", url,
@@ -108,12 +109,19 @@ def incident(triton_server: Callable[..., TritonServer],
              "--exit-zero"],
             capture_output=True, text=True, timeout=120, check=False,
         )
+        healthy_during = _inferences(url, "healthy") - healthy_before
     finally:
         load.end()
     yield {"proc": proc, "region": region_key, "orphan": orphan.name,
+           "healthy_during": healthy_during,
            "report": json.loads(proc.stdout) if proc.returncode == 0 else None}
     orphan.unlink(missing_ok=True)
     Path(f"/dev/shm/{region_key}").unlink(missing_ok=True)
+
+
+def _inferences(url: str, model: str) -> int:
+    with urllib.request.urlopen(f"{url}/v2/models/{model}/stats", timeout=10) as answer:
+        return int(json.load(answer)["model_stats"][0]["inference_count"])
 
 
 def _findings(incident: dict[str, Any], rule: str) -> list[dict[str, Any]]:
@@ -172,4 +180,6 @@ def test_orphaned_dev_shm_segment(incident: dict[str, Any]) -> None:
 
 
 def test_healthy_lightly_loaded_model_gets_nothing(incident: dict[str, Any]) -> None:
+    # Enough requests that the rate rules judge it (min-requests is 20 in the 4 s window).
+    assert incident["healthy_during"] >= 40
     assert not [f for f in incident["report"]["findings"] if f["model"] == "healthy"]
