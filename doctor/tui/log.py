@@ -55,7 +55,7 @@ def error_lines(log: LogEvidence | None) -> list[ErrorLine]:
 class LogScreen(FrameScreen):
     DEFAULT_CSS: ClassVar[str] = """
     LogScreen #log-lines { height: 1fr; }
-    LogScreen #log-detail-pane { height: 12; border-top: solid $primary; }
+    LogScreen #log-detail-pane { height: 12; max-height: 50%; border-top: solid $primary; }
     """
 
     def compose(self) -> ComposeResult:
