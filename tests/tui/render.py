@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from textual.pilot import Pilot
-from textual.widgets import DataTable
 from triton_doctor import snapshot
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.engine import run
@@ -116,24 +115,10 @@ async def settle(app: WatchApp, pilot: Pilot[None]) -> None:
     await pilot.pause()
 
 
-def redraw_tables(app: WatchApp) -> None:
-    """Draw every table again from its current column widths.
-
-    Works around a DataTable that keeps rows it drew before its next idle (when it measures
-    the new rows) at the header's widths; tests/tui/test_tables.py has the test for it.
-    """
-    for screen in app.screen_stack:
-        for table in screen.query(DataTable):
-            table._clear_caches()
-            table.refresh()
-
-
 async def still(app: WatchApp, pilot: Pilot[None], tries: int = 40) -> str:
     """The screen as SVG once it stops changing: the first of two equal captures taken a
-    moment apart, after every read and every table's measuring is done."""
+    moment apart, after every read is done."""
     await settle(app, pilot)
-    redraw_tables(app)
-    await pilot.pause()
     shot = app.export_screenshot()
     for _ in range(tries):
         await pilot.pause(0.05)
