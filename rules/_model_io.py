@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg
 from triton_doctor.rules._common import dims_text, type_name
 
 #: Config types each backend can hold (anything else: "unsupported datatype").
@@ -203,6 +203,14 @@ def openvino_problems(config: Any, model_file: ModelFile) -> list[Problem]:
     return problems
 
 
+def takes_dict_input(args: list[TorchScriptArg]) -> bool:
+    """Whether forward() takes a single ``Dict[str, Tensor]``: the PyTorch backend then feeds
+    it one dict keyed by the config's input names, and no argument count, type or order
+    applies. The backend's load check switches on dict mode for any single Dict argument,
+    but it always passes a ``Dict[str, Tensor]``, so another dict cannot be served."""
+    return len(args) == 1 and args[0].annotation.replace(" ", "") == "Dict[str,Tensor]"
+
+
 def torchscript_problems(config: Any, model_file: ModelFile) -> list[Problem]:
     """The PyTorch backend's ValidateInputs: forward()'s arguments against the config."""
     facts = model_file.torchscript
@@ -211,8 +219,7 @@ def torchscript_problems(config: Any, model_file: ModelFile) -> list[Problem]:
     args = facts.forward_args
     model = config.name
     problems: list[Problem] = []
-    dict_input = len(args) == 1 and args[0].annotation.replace(" ", "").startswith("Dict[str,")
-    if not dict_input:
+    if not takes_dict_input(args):
         for arg in args:
             base = arg.annotation.split("[")[0].strip()
             if arg.annotation and base not in ("Tensor", "List", "Optional[Tensor]"):

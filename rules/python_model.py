@@ -6,7 +6,11 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._model_io import follows_named_index, torch_input_binding
+from triton_doctor.rules._model_io import (
+    follows_named_index,
+    takes_dict_input,
+    torch_input_binding,
+)
 from triton_doctor.rules.model_files import model_files
 from triton_doctor.view import ModelView, RepositoryView
 
@@ -126,9 +130,9 @@ def torch_input_binding_order(model: ModelView, repository: RepositoryView) -> I
         facts = found.torchscript
         if facts is None or not facts.forward_args:
             continue
-        names = [arg.name for arg in facts.forward_args]
-        if len(names) == 1 and facts.forward_args[0].annotation.startswith("Dict"):
+        if takes_dict_input(facts.forward_args):
             continue
+        names = [arg.name for arg in facts.forward_args]
         if torch_input_binding(model.effective, names) != "order":
             continue
         declared = [t.name for t in model.effective.input]

@@ -1,0 +1,87 @@
+"""Predicates several rules share, and the rules that used to decide them each their own way."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+from triton_doctor.checks.repository import collect_repository
+from triton_doctor.engine import run
+from triton_doctor.evidence import CheckOptions, Evidence, TorchScriptArg
+from triton_doctor.findings import Finding
+from triton_doctor.registry import select_rules
+from triton_doctor.rules._model_io import takes_dict_input
+
+#: data.pkl as torch writes it for a module of class ``__torch__.Net``.
+NET_PICKLE = b"\x80\x02c__torch__\nNet\nq\x00)\x81}q\x01b."
+
+
+def _findings(repo: Path) -> list[Finding]:
+    evidence = Evidence(repository=collect_repository(repo), options=CheckOptions())
+    result = run(evidence, select_rules([], []))
+    assert not [s for s in result.skipped if s.internal], result.skipped
+    return result.findings
+
+
+def _torchscript_model(repo: Path, annotation: str, config: str) -> None:
+    """A pytorch model whose forward() takes one argument ``x: <annotation>``."""
+    code = (
+        "class Net(Module):\n"
+        "  __parameters__ = []\n"
+        f"  def forward(self: __torch__.Net,\n    x: {annotation}) -> Tensor:\n"
+        "    return x\n"
+    )
+    model = repo / "scorer"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text(config)
+    with zipfile.ZipFile(model / "1" / "model.pt", "w") as archive:
+        archive.writestr("net/data.pkl", NET_PICKLE)
+        archive.writestr("net/code/__torch__.py", code)
+        archive.writestr("net/constants.pkl", b"\x80\x02).")
+        archive.writestr("net/version", b"3\n")
+        archive.writestr("net/byteorder", b"little")
+
+
+TWO_INPUTS = """
+name: "scorer"
+backend: "pytorch"
+max_batch_size: 0
+input [
+  { name: "query" data_type: TYPE_FP32 dims: [ 4 ] },
+  { name: "document" data_type: TYPE_FP32 dims: [ 4 ] }
+]
+output [ { name: "OUTPUT__0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+"""
+
+
+@pytest.mark.parametrize(("annotation", "expected"), [
+    ("Dict[str, Tensor]", True),
+    ("Dict[str,Tensor]", True),
+    ("Dict[int, Tensor]", False),
+    ("Dict[str, List[Tensor]]", False),
+    ("Tensor", False),
+    ("List[Tensor]", False),
+])
+def test_takes_dict_input(annotation: str, expected: bool) -> None:
+    assert takes_dict_input([TorchScriptArg("x", annotation)]) is expected
+
+
+def test_takes_dict_input_needs_a_single_argument() -> None:
+    both = [TorchScriptArg("x", "Dict[str, Tensor]"), TorchScriptArg("y", "Tensor")]
+    assert not takes_dict_input(both)
+    assert not takes_dict_input([])
+
+
+@pytest.mark.parametrize(("annotation", "dict_input"), [
+    ("Dict[str, Tensor]", True),
+    # TD311 once took any "Dict..." for dict input while TD303/TD307 did not.
+    ("Dict[int, Tensor]", False),
+])
+def test_dict_input_rules_agree(tmp_path: Path, annotation: str, dict_input: bool) -> None:
+    """TD303/TD307 (argument count and type) and TD311 (binding by config order) judge the
+    same forward() alike: a Dict[str, Tensor] takes the inputs as keys, and anything else is
+    held to the per-argument rules."""
+    _torchscript_model(tmp_path, annotation, TWO_INPUTS)
+    fired = {f.rule for f in _findings(tmp_path)} & {"TD303", "TD307", "TD311"}
+    assert fired == (set() if dict_input else {"TD303", "TD307", "TD311"})
