@@ -12,7 +12,19 @@ from triton_doctor.view import RepositoryView
 
 
 def render_effective(evidence: Evidence, model_name: str, gpus: int) -> tuple[str, list[str]]:
-    """(the effective config in text format, the server's refusals of this model).
+    """(the effective config in text format, the server's refusals of this model)."""
+    result = run(evidence, all_rules(), [], "")
+    refusals = [
+        finding.triton_message or finding.message
+        for finding in result.findings
+        if finding.model == model_name and finding.severity >= Severity.ERROR
+    ]
+    return effective_config_text(evidence, model_name, gpus), refusals
+
+
+def effective_config_text(evidence: Evidence, model_name: str, gpus: int) -> str:
+    """The effective config in text format, without judging it (the watch's model screen
+    shows it on every poll).
 
     The config is the one the rules judge (core completion, then the backend's auto-complete)
     with instance groups resolved as on a machine with ``gpus`` GPUs, as
@@ -33,16 +45,10 @@ def render_effective(evidence: Evidence, model_name: str, gpus: int) -> tuple[st
             step is not None and step.effective.model_transaction_policy.decoupled
             for step in steps
         )
-    result = run(evidence, all_rules(), [], "")
-    refusals = [
-        finding.triton_message or finding.message
-        for finding in result.findings
-        if finding.model == model_name and finding.severity >= Severity.ERROR
-    ]
     completion = view.backend_completion
     filled = completion.filled if completion is not None and completion.error is None else []
     header = "".join(
         f"# filled in by the {config.backend} backend's auto-complete: {line}\n"
         for line in filled
     )
-    return header + text_format.MessageToString(config), refusals
+    return header + text_format.MessageToString(config)

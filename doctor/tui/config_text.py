@@ -17,10 +17,10 @@ def model_config_text(evidence: Evidence, model: str) -> str:
         return "# as the server runs it (GET /v2/models/<model>/config)\n" + served
     if evidence.repository is not None and any(
             m.name == model for m in evidence.repository.models):
-        from triton_doctor.effective import render_effective
+        from triton_doctor.effective import effective_config_text
 
-        text, _ = render_effective(evidence, model, gpus=1)
-        return "# as the server would run it, worked out from the repository (1 GPU)\n" + text
+        return ("# as the server would run it, worked out from the repository (1 GPU)\n"
+                + effective_config_text(evidence, model, gpus=1))
     return ("# the server does not serve this model, so it shows no configuration; give the "
             "model repository too (watch --url URL REPO) to see the one it would run")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input
 from triton_doctor import snapshot
-from triton_doctor.effective import render_effective
+from triton_doctor.effective import effective_config_text
 from triton_doctor.evidence import Evidence, to_jsonable
 from triton_doctor.tui.findings import FindingsScreen
 from triton_doctor.tui.gpu import GpuScreen
@@ -882,7 +882,7 @@ def test_check_tui_enter_opens_the_model_with_its_effective_configuration() -> N
                                      "repository (1 GPU)")
             evidence = app.history.latest.evidence if app.history.latest else None
             assert evidence is not None
-            assert config.endswith(render_effective(evidence, "text_encoder", gpus=1)[0])
+            assert config.endswith(effective_config_text(evidence, "text_encoder", gpus=1))
             assert 'backend: "python"' in config
             await pilot.press("escape")
             assert isinstance(app.screen, FindingsScreen)
