@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from triton_doctor.autocomplete.tensors import has_batch_axis
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg
 from triton_doctor.rules._common import dims_text, type_name
 
@@ -50,7 +51,7 @@ def compare_dims(model: str, name: str, model_dims: list[int], config_dims: list
                  max_batch_size: int, exact: bool, batch_dim_required: bool = True) -> str | None:
     """The backend's CompareDimsSupported: its message, or None when the shapes agree."""
     if max_batch_size > 0:
-        if batch_dim_required and (not model_dims or model_dims[0] != -1):
+        if batch_dim_required and not has_batch_axis(model_dims):
             return (
                 f"model '{model}', tensor '{name}': for the model to support batching the shape "
                 "should have at least 1 dimension and the first dimension must be -1; but shape "

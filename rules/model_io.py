@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from triton_doctor.autocomplete.tensors import has_batch_axis
 from triton_doctor.evidence import ModelFile, TensorInfo
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
@@ -197,10 +198,10 @@ def autofill_batching_refused(model: ModelView, repository: RepositoryView) -> I
         return
     found = model.model_file()
     fixed = [
-        f"{t.name} {dims_text(t.dims)}"
+        f"{t.name} {dims_text(t.dims) if t.dims is not None else '(shape unknown)'}"
         for t in ([*found.inputs, *found.outputs] if found and found.inputs and found.outputs
                   else [])
-        if t.dims is not None and (not t.dims or t.dims[0] != -1)
+        if not has_batch_axis(t.dims)
     ]
     yield Hit(
         message="max_batch_size is "

@@ -6,12 +6,13 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from triton_doctor.autocomplete.tensors import has_batch_axis, supports_batching
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.engine import run
-from triton_doctor.evidence import CheckOptions, Evidence, TorchScriptArg
+from triton_doctor.evidence import CheckOptions, Evidence, TensorInfo, TorchScriptArg
 from triton_doctor.findings import Finding
 from triton_doctor.registry import select_rules
-from triton_doctor.rules._model_io import takes_dict_input
+from triton_doctor.rules._model_io import compare_dims, takes_dict_input
 
 #: data.pkl as torch writes it for a module of class ``__torch__.Net``.
 NET_PICKLE = b"\x80\x02c__torch__\nNet\nq\x00)\x81}q\x01b."
@@ -85,3 +86,42 @@ def test_dict_input_rules_agree(tmp_path: Path, annotation: str, dict_input: boo
     _torchscript_model(tmp_path, annotation, TWO_INPUTS)
     fired = {f.rule for f in _findings(tmp_path)} & {"TD303", "TD307", "TD311"}
     assert fired == (set() if dict_input else {"TD303", "TD307", "TD311"})
+
+
+@pytest.mark.parametrize(("dims", "expected"), [
+    ([-1, 3, 224, 224], True),
+    ([-1], True),
+    ([1, 3, 224, 224], False),
+    ([8, -1], False),
+    ([], False),
+    (None, False),
+])
+def test_has_batch_axis(dims: list[int] | None, expected: bool) -> None:
+    assert has_batch_axis(dims) is expected
+
+
+def test_batch_axis_rules_agree() -> None:
+    """The ONNX auto-complete's "supports batching" and the load check's "the first dimension
+    must be -1" ask the same of each tensor."""
+    for dims in ([-1, 4], [1, 4], [], [4]):
+        tensor = TensorInfo("x", "TYPE_FP32", dims)
+        refused = compare_dims("m", "x", dims, [4], 8, exact=False) or ""
+        assert supports_batching([tensor], [tensor]) == ("first dimension must be -1"
+                                                         not in refused), dims
+
+
+def test_td308_names_a_tensor_of_unknown_shape(tmp_path: Path) -> None:
+    """The auto-complete refuses batching for a tensor whose shape the model does not give,
+    and TD308 names it, where it used to fall back to "some tensors"."""
+    pytest.importorskip("onnx")
+    from fixtures.generate import onnx_models
+
+    model = tmp_path / "scorer"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text(
+        'name: "scorer"\nbackend: "onnxruntime"\nmax_batch_size: 8\n')
+    onnx_models.build(str(model / "1" / "model.onnx"),
+                      [("x", "FLOAT", None)], [("y", "FLOAT", [-1, 4])])
+    hits = [f for f in _findings(tmp_path) if f.rule == "TD308"]
+    assert [h.message for h in hits] == [
+        "max_batch_size is 8 but the model has no batch axis on x (shape unknown)"]

@@ -14,10 +14,15 @@ if TYPE_CHECKING:
 DEFAULT_MAX_BATCH_SIZE = 4
 
 
+def has_batch_axis(dims: list[int] | None) -> bool:
+    """Whether a model tensor's shape can carry Triton's batch dimension: a dynamic first
+    dimension. A scalar, a fixed first dimension or an unknown shape (None) cannot."""
+    return dims is not None and len(dims) >= 1 and dims[0] == -1
+
+
 def supports_batching(inputs: list[TensorInfo], outputs: list[TensorInfo]) -> bool:
     """Every tensor's first dimension is dynamic (a single fixed one disables batching)."""
-    return all(t.dims is not None and len(t.dims) >= 1 and t.dims[0] == -1
-               for t in [*inputs, *outputs])
+    return all(has_batch_axis(t.dims) for t in [*inputs, *outputs])
 
 
 def fill_batching(result: Completion, default: int) -> None:
