@@ -235,7 +235,20 @@ def _check(args: argparse.Namespace) -> int:
     except _Stop as stop:
         print(f"triton-doctor: {stop}", file=sys.stderr)
         return stop.code
-    result = run(evidence, rules, settings.waivers, settings.source or "settings")
+    def judge(evidence: Evidence) -> Result:
+        return run(evidence, rules, settings.waivers, settings.source or "settings")
+
+    if args.tui:
+        from triton_doctor.tui.launch import browse
+
+        try:
+            result = browse(evidence, judge, args,
+                            args.model_config_name or settings.model_config_name)
+        except ValueError as error:
+            print(f"triton-doctor: {error}", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        result = judge(evidence)
     for skipped in result.skipped:
         if skipped.internal:
             print(
@@ -243,19 +256,9 @@ def _check(args: argparse.Namespace) -> int:
                 f"{skipped.reason}",
                 file=sys.stderr,
             )
-    fail_on = Severity.parse(args.fail_on or settings.fail_on)
+    code = _exit_code(result, Severity.parse(args.fail_on or settings.fail_on), args.exit_zero)
     if args.tui:
-        from triton_doctor.tui.launch import browse
-
-        args.model_config_name = args.model_config_name or settings.model_config_name
-        try:
-            result = browse(evidence, lambda e: run(e, rules, settings.waivers,
-                                                   settings.source or "settings"), args)
-        except ValueError as error:
-            print(f"triton-doctor: {error}", file=sys.stderr)
-            return EXIT_USAGE
-        return _exit_code(result, fail_on, args.exit_zero)
-    code = _exit_code(result, fail_on, args.exit_zero)
+        return code
     if args.format == "json":
         from triton_doctor.report import json_report
 
@@ -291,19 +294,13 @@ def _gather(args: argparse.Namespace, settings: Settings) -> Evidence:
     from triton_doctor.checks.repository import TargetError, collect_repository
 
     strict = args.disable_auto_complete_config or settings.disable_auto_complete_config
-    try:
-        options = target_options(args, settings.triton_version, settings.gpu,
-                                 settings.backends, strict)
-    except profiles.ProfileError as error:
-        raise _Stop(EXIT_USAGE, str(error)) from None
+    options = target_options(args, settings.triton_version, settings.gpu, settings.backends,
+                             strict)
     options.thresholds = settings.thresholds
     if getattr(args, "snapshot", None):
         if args.repository or args.url:
             raise _Stop(EXIT_USAGE, "--snapshot judges a saved snapshot; give it alone")
-        try:
-            evidence = snapshot.read(args.snapshot)
-        except snapshot.SnapshotError as error:
-            raise _Stop(EXIT_USAGE, str(error)) from None
+        evidence = snapshot.read(args.snapshot)
         evidence.options = _merged(evidence.options, options, args, settings)
         return evidence
     if not args.repository and not args.url:
@@ -408,7 +405,7 @@ def _watch(args: argparse.Namespace) -> int:
 
         args.url = url
         return watch(args, judge)
-    except (ValueError, profiles.ProfileError) as error:  # SettingsError too
+    except ValueError as error:  # SettingsError, ProfileError, SnapshotError too
         print(f"triton-doctor: {error}", file=sys.stderr)
         return EXIT_USAGE
     except _Stop as stop:

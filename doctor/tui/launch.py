@@ -43,15 +43,24 @@ def watch(args: argparse.Namespace, judge: Judge, saved: Evidence | None = None)
     return 0
 
 
-def browse(evidence: Evidence, judge: Judge, args: argparse.Namespace) -> Result:
-    """``check --tui``: the findings screen over ``evidence``; r reads a repository again from
-    disk, so a fix shows at once. Returns the last judgement, for the exit code."""
+def browse(evidence: Evidence, judge: Judge, args: argparse.Namespace,
+           config_name: str | None) -> Result:
+    """``check --tui``: the findings screen over ``evidence``, which is judged there first;
+    r reads a repository again from disk, so a fix shows at once. Returns the last
+    judgement, for the exit code."""
     from triton_doctor.tui.app import WatchApp
 
     _require_terminal("check --tui")
     title = f"repository {args.repository}" if args.repository else "check"
-    collect = (lambda: _reread(evidence, args)) if _rereadable(evidence, args) else (
-        lambda: evidence)
+    rereadable = evidence.repository is not None and evidence.server is None \
+        and not args.snapshot
+    unread = [evidence]
+
+    def collect() -> Evidence:
+        if unread:
+            return unread.pop()
+        return _reread(evidence, args.repository, config_name) if rereadable else evidence
+
     app = WatchApp(Source(collect=collect, judge=judge, title=title, live=False),
                    browse_only=True)
     app.run()
@@ -59,12 +68,8 @@ def browse(evidence: Evidence, judge: Judge, args: argparse.Namespace) -> Result
     return latest.result if latest is not None else judge(evidence)
 
 
-def _rereadable(evidence: Evidence, args: argparse.Namespace) -> bool:
-    return evidence.repository is not None and evidence.server is None and not args.snapshot
-
-
-def _reread(evidence: Evidence, args: argparse.Namespace) -> Evidence:
+def _reread(evidence: Evidence, repository: str, config_name: str | None) -> Evidence:
     from triton_doctor.checks.repository import collect_repository
 
-    return Evidence(repository=collect_repository(args.repository, args.model_config_name),
+    return Evidence(repository=collect_repository(repository, config_name),
                     options=evidence.options)

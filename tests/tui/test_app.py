@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 from textual.widgets import DataTable, Input
-from triton_doctor import snapshot
+from triton_doctor import cli, snapshot
+from triton_doctor.checks import repository as repository_collector
+from triton_doctor.checks.repository import collect_repository
 from triton_doctor.effective import effective_config_text
-from triton_doctor.evidence import Evidence, to_jsonable
+from triton_doctor.evidence import Evidence, RepositoryEvidence, to_jsonable
+from triton_doctor.tui import launch
+from triton_doctor.tui.app import WatchApp
 from triton_doctor.tui.findings import FindingsScreen
 from triton_doctor.tui.gpu import GpuScreen
 from triton_doctor.tui.help import HelpScreen
@@ -905,3 +910,38 @@ def test_check_tui_r_reads_the_repository_again() -> None:
 
     with render.at_root():
         play(scenario())
+
+
+def test_check_tui_judges_what_check_read_then_r_reads_the_fixed_repository(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Through the command line: the repository is read from disk once before the UI, the
+    UI's first frame is that reading, r reads the fix, and the exit code is the last one's."""
+    rules = Path(__file__).resolve().parents[2] / "fixtures" / "rules" / "TD201"
+    repository = tmp_path / "models"
+    shutil.copytree(rules / "fail", repository)
+    reads: list[str] = []
+
+    def counted(*args: object, **kwargs: object) -> RepositoryEvidence:
+        reads.append("read")
+        return collect_repository(*args, **kwargs)  # type: ignore[arg-type]
+
+    def headless(app: WatchApp) -> None:  # stands in for a terminal
+        async def scenario() -> None:
+            async with app.run_test(size=SIZE) as pilot:
+                await settle(app, pilot)
+                assert reads == ["read"] and app.reads == 1
+                assert "TD201" in column(app, "#findings", "rule")
+                shutil.rmtree(repository)
+                shutil.copytree(rules / "pass", repository)
+                await pilot.press("r")
+                await settle(app, pilot)
+                assert reads == ["read", "read"] and app.reads == 2
+                assert "TD201" not in column(app, "#findings", "rule")
+
+        play(scenario())
+
+    monkeypatch.setattr(repository_collector, "collect_repository", counted)
+    monkeypatch.setattr(launch, "_require_terminal", lambda command: None)
+    monkeypatch.setattr(WatchApp, "run", headless)
+    assert cli.main(["check", str(repository), "--tui"]) == 0
+    assert len(reads) == 2
