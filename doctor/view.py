@@ -156,6 +156,14 @@ class ModelView:
                 return next((s for s in sub.python if s.name == filename), None)
         return None
 
+    @property
+    def auto_complete_exact(self) -> bool | None:
+        """Whether model.py's auto_complete_config was followed exactly (its result is then in
+        the effective config); None when there is no model.py or it defines none."""
+        source = self.python_source()
+        facts = source.auto_complete if source else None
+        return None if facts is None else facts.exact
+
     def model_file(self, version: int | None = None) -> ModelFile | None:
         """The default model file of ``version`` (the first loaded one by default), as read."""
         if version is None:

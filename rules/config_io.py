@@ -30,9 +30,7 @@ def _completes_io(model: ModelView) -> bool:
     backend = model.effective.backend
     if backend == "python":
         # An auto_complete_config followed exactly is already applied to the effective config.
-        source = model.python_source()
-        facts = source.auto_complete if source else None
-        return facts is not None and not facts.exact
+        return model.auto_complete_exact is False
     return backend not in NON_COMPLETING_BACKENDS
 
 

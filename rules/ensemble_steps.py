@@ -30,9 +30,7 @@ def declares_io(model: ModelView) -> bool:
         return True
     if model.state != "absent":
         return False
-    source = model.python_source()
-    facts = source.auto_complete if source else None
-    return config.backend != "python" or (facts is not None and facts.exact)
+    return config.backend != "python" or model.auto_complete_exact is True
 
 
 @rule(

@@ -13,6 +13,7 @@ from triton_doctor.evidence import CheckOptions, Evidence, TensorInfo, TorchScri
 from triton_doctor.findings import Finding
 from triton_doctor.registry import select_rules
 from triton_doctor.rules._model_io import compare_dims, takes_dict_input
+from triton_doctor.view import RepositoryView
 
 #: data.pkl as torch writes it for a module of class ``__torch__.Net``.
 NET_PICKLE = b"\x80\x02c__torch__\nNet\nq\x00)\x81}q\x01b."
@@ -125,3 +126,33 @@ def test_td308_names_a_tensor_of_unknown_shape(tmp_path: Path) -> None:
     hits = [f for f in _findings(tmp_path) if f.rule == "TD308"]
     assert [h.message for h in hits] == [
         "max_batch_size is 8 but the model has no batch axis on x (shape unknown)"]
+
+
+EXACT_AUTO_COMPLETE = """
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        config.set_max_batch_size(4)
+        return config
+
+    def execute(self, requests):
+        return []
+"""
+BRANCHING_AUTO_COMPLETE = EXACT_AUTO_COMPLETE.replace(
+    "        config.set_max_batch_size(4)\n",
+    "        if config.max_batch_size() == 0:\n            config.set_max_batch_size(4)\n")
+NO_AUTO_COMPLETE = "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
+
+
+@pytest.mark.parametrize(("source", "expected"), [
+    (EXACT_AUTO_COMPLETE, True),
+    (BRANCHING_AUTO_COMPLETE, False),
+    (NO_AUTO_COMPLETE, None),
+])
+def test_auto_complete_exact(tmp_path: Path, source: str, expected: bool | None) -> None:
+    model = tmp_path / "pre"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text('backend: "python"\n')
+    (model / "1" / "model.py").write_text(source)
+    view = RepositoryView(collect_repository(tmp_path), CheckOptions())
+    assert view.by_name["pre"].auto_complete_exact is expected
