@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from triton_doctor import profiles
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
+from triton_doctor.rules._common import is_ensemble
 from triton_doctor.rules.layout import is_stray
 from triton_doctor.rules.model_files import model_files
 from triton_doctor.view import ModelView, RepositoryView
@@ -187,7 +188,7 @@ def backend_not_in_release(model: ModelView, repository: RepositoryView) -> Iter
     """
     config = model.effective
     backend = config.backend
-    if not backend or config.platform == "ensemble" or config.runtime or is_stray(model):
+    if not backend or is_ensemble(config) or config.runtime or is_stray(model):
         return  # a stray directory's "backend" is its name's suffix; TD101 says what it is
     release = repository.release
     if backend in release.backends or backend in model.options.extra_backends:

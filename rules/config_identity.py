@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
+from triton_doctor.rules._common import is_ensemble
 from triton_doctor.view import ModelView, RepositoryView
 
 #: Core's GetBackendTypeFromPlatform / GetBackendType: the known backends and their platforms.
@@ -53,7 +54,7 @@ def unknown_platform(model: ModelView, repository: RepositoryView) -> Iterator[H
     tensorflow_savedmodel, tensorflow_graphdef, ensemble — or set `backend` instead.
     """
     config = model.effective
-    if model.autocomplete_error or config.backend or config.platform == "ensemble":
+    if model.autocomplete_error or config.backend or is_ensemble(config):
         return
     suggestion = PLATFORM_TYPOS.get(config.platform, "")
     if suggestion is None:
@@ -83,7 +84,7 @@ def ensemble_with_backend(model: ModelView, repository: RepositoryView) -> Itera
     Fix: delete the backend line.
     """
     config = model.effective
-    if config.platform == "ensemble" and config.backend:
+    if is_ensemble(config) and config.backend:
         yield Hit(
             message=f"ensemble declares backend '{config.backend}'",
             triton_message=f"Ensemble model '{config.name}' must have platform type 'ensemble' "
@@ -154,7 +155,7 @@ def ensemble_scheduling_mismatch(model: ModelView, repository: RepositoryView) -
     """
     config = model.effective
     has_block = config.HasField("ensemble_scheduling")
-    if config.platform == "ensemble" and not config.backend and not has_block:
+    if is_ensemble(config) and not config.backend and not has_block:
         yield Hit(
             message="platform is ensemble but there is no ensemble_scheduling block",
             triton_message=f"ensemble scheduling must be set for ensemble {config.name} whose "
@@ -163,7 +164,7 @@ def ensemble_scheduling_mismatch(model: ModelView, repository: RepositoryView) -
             "output_map ... } ] }.",
             field="platform",
         )
-    elif has_block and config.platform != "ensemble" and config.backend:
+    elif has_block and not is_ensemble(config) and config.backend:
         yield Hit(
             message=f"ensemble_scheduling on a model whose platform is "
             f"'{config.platform}' (backend '{config.backend}')",

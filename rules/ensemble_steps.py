@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import type_name
+from triton_doctor.rules._common import is_ensemble, type_name
 from triton_doctor.view import ModelView, RepositoryView
 
 
@@ -15,7 +15,7 @@ def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
     for model in repository.models:
         if model.state != "broken" and not model.dir.unreadable:
             config = model.effective
-            if config.platform == "ensemble" and config.HasField("ensemble_scheduling"):
+            if is_ensemble(config) and config.HasField("ensemble_scheduling"):
                 yield model
 
 
