@@ -80,7 +80,7 @@ class Poller:
                           read_gpu(evidence))
         earlier = self._earlier(reading)
         self._readings.append(reading)
-        if evidence.server is not None and reading.sample is not None:
+        if evidence.server is not None:  # None exactly when the sample failed
             evidence.server.samples = [s for s in (earlier.sample, reading.sample) if s]
         if reading.scrape is not None:
             evidence.metrics = MetricsEvidence(
@@ -158,6 +158,5 @@ class Poller:
         elif self._surroundings.log is not None:
             evidence.log = self._surroundings.log
         else:
-            evidence.unavailable["log"] = self._surroundings.unavailable.get(
-                "log", "no --log FILE given and no container found")
+            evidence.unavailable["log"] = self._surroundings.unavailable["log"]
 

@@ -52,6 +52,7 @@ def _no_gpu() -> None:
 
 def _nothing_around(evidence: Evidence, request: LiveRequest, url: str) -> None:
     evidence.unavailable["container"] = "no Docker here"
+    evidence.unavailable["log"] = "no --log FILE given and no container found"
 
 
 def _sample_times(poller: poll.Poller, script: Script, at: float) -> list[float]:
