@@ -12,7 +12,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Input, Static
 from triton_doctor.findings import Severity
-from triton_doctor.registry import find_rule
+from triton_doctor.registry import find_rule, key_matches
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import History, Seen, watch_key
 from triton_doctor.tui.tables import fill, new_table, original_key, selected_key
@@ -49,7 +49,8 @@ def matches(seen: Seen, query: str) -> bool:
 def _field_matches(field: str, value: str, model: str, rule_id: str, rule_name: str) -> bool:
     if field == "model":
         return model.lower().startswith(value)
-    return rule_id.lower().startswith(value) or rule_name.startswith(value)
+    # As rules are named everywhere (an id, an id prefix, a name), and a name's prefix too.
+    return key_matches(rule_id, rule_name, value) or rule_name.startswith(value)
 
 
 class FindingsScreen(FrameScreen):
