@@ -16,7 +16,7 @@ from triton_doctor.registry import find_rule, key_matches
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import History, Seen, watch_key
 from triton_doctor.tui.tables import fill, new_table, original_key, selected_key
-from triton_doctor.tui.text import clock, one_line, severity
+from triton_doctor.tui.text import clipped, clock, severity
 
 COLUMNS = ("severity", "rule", "model", "message", "state")
 FIELDS = {"severity", "sev", "model", "rule"}
@@ -167,7 +167,7 @@ def _cells(seen: Seen) -> tuple[object, ...]:
     state = Text("firing", style="bold") if seen.firing else Text(
         f"cleared {clock(seen.last_at)}", style="dim")
     return (severity(finding.severity), finding.rule, finding.model or "(server)",
-            Text(one_line(finding.message), no_wrap=True, overflow="ellipsis"), state)
+            clipped(finding.message), state)
 
 
 def _sort_key(seen: Seen, column: str) -> tuple[object, ...]:

@@ -9,10 +9,10 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from triton_doctor.evidence import GpuDevice
-from triton_doctor.tui.screen import FrameScreen
-from triton_doctor.tui.state import History, gpu_key, watch_key
-from triton_doctor.tui.tables import fill, new_table, original_key
-from triton_doctor.tui.text import GIB, gauge, one_line, severity, sparkline
+from triton_doctor.tui.screen import FINDING_COLUMNS, FrameScreen, finding_rows
+from triton_doctor.tui.state import History, gpu_key
+from triton_doctor.tui.tables import fill, new_table
+from triton_doctor.tui.text import GIB, gauge, sparkline
 
 MIB = 1 << 20
 SPARK_WIDTH = 60
@@ -34,7 +34,7 @@ class GpuScreen(FrameScreen):
         with VerticalScroll():
             yield Static(id="gpu-facts")
             yield new_table("gpu-processes", ("pid", "GPU memory", "process"))
-            yield new_table("gpu-findings", ("severity", "rule", "message"))
+            yield new_table("gpu-findings", FINDING_COLUMNS)
         yield Footer()
 
     def show(self, history: History) -> None:
@@ -54,16 +54,12 @@ class GpuScreen(FrameScreen):
                           else f"{p.used_bytes / MIB:,.0f} MiB",
                           "tritonserver" if p.pid in servers else ""))
             for p in device.processes])
-        fill(self.query_one("#gpu-findings", DataTable), [
-            (watch_key(f), (severity(f.severity), f.rule,
-                            Text(one_line(f.message), no_wrap=True, overflow="ellipsis")))
-            for f in frame.firing if f.evidence.get("gpu") == device.index])
+        fill(self.query_one("#gpu-findings", DataTable), finding_rows(
+            f for f in frame.firing if f.evidence.get("gpu") == device.index))
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         if event.data_table.id == "gpu-findings":
-            from triton_doctor.tui.findings import FindingsScreen
-
-            self.app.push_screen(FindingsScreen(select=original_key(event.row_key.value or "")))
+            self.open_finding(event.row_key)
 
 
 def gpu_facts(device: GpuDevice, driver: str, cuda: str, trend: list[float]) -> Text:

@@ -9,10 +9,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from triton_doctor.tui.config_text import model_config_text
-from triton_doctor.tui.screen import FrameScreen
-from triton_doctor.tui.state import History, watch_key
-from triton_doctor.tui.tables import fill, new_table, original_key
-from triton_doctor.tui.text import number, one_line, severity, sparkline
+from triton_doctor.tui.screen import FINDING_COLUMNS, FrameScreen, finding_rows
+from triton_doctor.tui.state import History
+from triton_doctor.tui.tables import fill, new_table
+from triton_doctor.tui.text import number, sparkline
 
 SERIES = ("requests/s", "average batch", "queue ms", "p99 ms")
 SPARK_WIDTH = 48
@@ -36,7 +36,7 @@ class ModelScreen(FrameScreen):
         with Horizontal():
             with VerticalScroll(id="left"):
                 yield Static(id="numbers")
-                yield new_table("model-findings", ("severity", "rule", "message"))
+                yield new_table("model-findings", FINDING_COLUMNS)
             with VerticalScroll(id="config-pane"):
                 yield Static(id="config")
         yield Footer()
@@ -46,10 +46,7 @@ class ModelScreen(FrameScreen):
         self.query_one("#numbers", Static).update(self._numbers(history))
         frame = history.latest
         findings = [f for f in frame.firing if f.model == self.model] if frame else []
-        fill(self.query_one("#model-findings", DataTable), [
-            (watch_key(f), (severity(f.severity), f.rule,
-                            Text(one_line(f.message), no_wrap=True, overflow="ellipsis")))
-            for f in findings])
+        fill(self.query_one("#model-findings", DataTable), finding_rows(findings))
         config = model_config_text(frame.evidence, self.model) if frame else ""
         if config != self._config_shown:
             self._config_shown = config
@@ -78,6 +75,4 @@ class ModelScreen(FrameScreen):
         return text
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        from triton_doctor.tui.findings import FindingsScreen
-
-        self.app.push_screen(FindingsScreen(select=original_key(event.row_key.value or "")))
+        self.open_finding(event.row_key)

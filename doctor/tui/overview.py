@@ -13,7 +13,7 @@ from triton_doctor.tui.model import ModelScreen
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import Frame, History, gpu_key, watch_key
 from triton_doctor.tui.tables import Row, fill, new_table, original_key
-from triton_doctor.tui.text import GIB, gauge, number, one_line, severity, sparkline
+from triton_doctor.tui.text import GIB, clipped, gauge, number, one_line, severity, sparkline
 
 MODEL_COLUMNS = ("model", "version", "state", "req/s", "avg batch", "queue ms", "p99 ms",
                  "failures", "findings")
@@ -127,7 +127,7 @@ def firing_rows(frame: Frame | None) -> list[Row]:
         return []
     rows: list[Row] = []
     for finding in frame.firing:
-        what = Text(one_line(finding.message), no_wrap=True, overflow="ellipsis")
+        what = clipped(finding.message)
         what.append("\n→ " + one_line(finding.fix or "Enter: the finding in full"),
                     style="italic")
         rows.append((watch_key(finding), (

@@ -1,7 +1,9 @@
-"""What every watch screen shares: the status bar, Esc to go back, a redraw on each frame."""
+"""What every watch screen shares: the status bar, Esc to go back, a redraw on each frame,
+and a table of its own findings that opens the findings screen."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, ClassVar, cast
 
 from rich.text import Text
@@ -9,8 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Static
-from triton_doctor.tui.state import History
-from triton_doctor.tui.text import clock, duration
+from textual.widgets.data_table import RowKey
+from triton_doctor.findings import Finding
+from triton_doctor.tui.state import History, watch_key
+from triton_doctor.tui.tables import Row, original_key
+from triton_doctor.tui.text import clipped, clock, duration, severity
 
 if TYPE_CHECKING:
     from triton_doctor.tui.app import WatchApp
@@ -34,6 +39,22 @@ class FrameScreen(Screen[None]):
 
     def on_screen_resume(self) -> None:
         self.show(self.watch_app.history)
+
+    def open_finding(self, row_key: RowKey) -> None:
+        """Enter on a finding's row: the findings screen, with that finding selected."""
+        from triton_doctor.tui.findings import FindingsScreen
+
+        self.app.push_screen(FindingsScreen(select=original_key(row_key.value or "")))
+
+
+#: The columns of a screen's own findings (a model's, a GPU's).
+FINDING_COLUMNS = ("severity", "rule", "message")
+
+
+def finding_rows(findings: Iterable[Finding]) -> list[Row]:
+    """Rows of a FINDING_COLUMNS table, keyed as the findings screen keys them."""
+    return [(watch_key(f), (severity(f.severity), f.rule, clipped(f.message)))
+            for f in findings]
 
 
 def status_line(app: WatchApp, history: History) -> Text:

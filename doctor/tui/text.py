@@ -45,6 +45,11 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def clipped(text: str) -> Text:
+    """A message cell: on one line, cut with an ellipsis where its column ends."""
+    return Text(one_line(text), no_wrap=True, overflow="ellipsis")
+
+
 def number(value: float | None, digits: int = 1) -> str:
     """A value for a table cell: "-" when the window has no traffic to say it."""
     return "-" if value is None else f"{value:,.{digits}f}"
