@@ -7,6 +7,7 @@ from typing import Any
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
+from triton_doctor.rules._common import is_ensemble
 from triton_doctor.view import ModelView, RepositoryView
 
 
@@ -112,7 +113,7 @@ def ensemble_structure(model: ModelView, repository: RepositoryView) -> Iterator
     ensemble output from a step.
     """
     config = model.effective
-    if config.platform != "ensemble" or not config.HasField("ensemble_scheduling"):
+    if not is_ensemble(config) or not config.HasField("ensemble_scheduling"):
         return
     structural = list(_step_problems(config))
     problems = structural or list(_flow_problems(config))
