@@ -3,7 +3,6 @@ one under the cursor (message, numbers, the server's words, the fix, the rule's 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -14,7 +13,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from triton_doctor.findings import Severity
 from triton_doctor.registry import find_rule, key_matches
 from triton_doctor.tui.screen import FrameScreen
-from triton_doctor.tui.state import History, Seen, watch_key
+from triton_doctor.tui.state import History, Seen
 from triton_doctor.tui.tables import fill, new_table, original_key, selected_key
 from triton_doctor.tui.text import clipped, clock, severity
 
@@ -101,8 +100,8 @@ class FindingsScreen(FrameScreen):
         super().show(history)
         kept = self.shown(history)
         found = self.query_one("#findings", DataTable)
-        keys = [watch_key(s.finding) for s in kept]
-        fill(found, [(key, _cells(s)) for key, s in zip(keys, kept, strict=True)])
+        keys = [s.key for s in kept]
+        fill(found, [(s.key, _cells(s)) for s in kept])
         if self.select in keys:
             found.move_cursor(row=keys.index(self.select))
             self.select = None
@@ -110,11 +109,12 @@ class FindingsScreen(FrameScreen):
         scope = "firing only (a: show all)" if self.firing_only else "all seen (a: firing only)"
         self.query_one("#counts", Static).update(
             f"{len(kept)} shown · {firing} firing · {len(history.seen)} seen · {scope}")
-        self._describe(kept)
+        self._describe()
 
-    def _describe(self, kept: Sequence[Seen]) -> None:
+    def _describe(self) -> None:
+        """The detail pane: the finding under the cursor (the table shows only kept ones)."""
         key = selected_key(self.query_one("#findings", DataTable))
-        chosen = next((s for s in kept if watch_key(s.finding) == key), None)
+        chosen = self.watch_app.history.seen.get(key) if key is not None else None
         self.query_one("#detail", Static).update(
             detail(chosen, self.watch_app.browse_only) if chosen else Text(
                 "No finding matches." if self.watch_app.history.latest
@@ -122,12 +122,10 @@ class FindingsScreen(FrameScreen):
                 style="dim"))
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
-        self._describe(self.shown(self.watch_app.history))
+        self._describe()
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        key = original_key(event.row_key.value or "")
-        seen = next((s for s in self.watch_app.history.seen.values()
-                     if watch_key(s.finding) == key), None)
+        seen = self.watch_app.history.seen.get(original_key(event.row_key.value or ""))
         if seen is not None and seen.finding.model:
             from triton_doctor.tui.model import ModelScreen
 

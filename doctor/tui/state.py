@@ -130,6 +130,8 @@ class Seen:
     """A finding as the watch has seen it: since when, until when, and whether it still fires."""
 
     finding: Finding
+    #: Its watch_key, which History.seen is keyed by and table rows carry.
+    key: str
     first_at: float
     last_at: float
     firing: bool = True
@@ -169,7 +171,7 @@ class History:
         for key, seen in self.seen.items():
             seen.firing = key in now
         for key, finding in now.items():
-            seen = self.seen.setdefault(key, Seen(finding, frame.at, frame.at))
+            seen = self.seen.setdefault(key, Seen(finding, key, frame.at, frame.at))
             seen.finding, seen.last_at = finding, frame.at
 
     def findings(self, firing_only: bool) -> list[Seen]:

@@ -7,7 +7,7 @@ from triton_doctor.evidence import LogEvidence
 from triton_doctor.findings import Finding, Location, Severity
 from triton_doctor.tui.findings import matches
 from triton_doctor.tui.log import MAX_LINES, error_lines
-from triton_doctor.tui.state import Seen
+from triton_doctor.tui.state import Seen, watch_key
 
 from tests.tui.support import incident
 
@@ -17,7 +17,7 @@ def seen(rule: str, name: str, severity: Severity, model: str | None, message: s
     found = Finding(rule=rule, name=name, severity=severity, title="", model=model,
                     version=None, location=Location(None), message=message,
                     triton_message=triton, fix=fix, evidence={})
-    return Seen(found, 0.0, 0.0)
+    return Seen(found, watch_key(found), 0.0, 0.0)
 
 
 BACKLOG = seen("TD611", "queue-backlog", Severity.WARNING, "image_classifier",
