@@ -14,7 +14,6 @@ from triton_doctor.tui.state import History
 from triton_doctor.tui.tables import fill, new_table
 from triton_doctor.tui.text import number, sparkline
 
-SERIES = ("requests/s", "average batch", "queue ms", "p99 ms")
 SPARK_WIDTH = 48
 
 
@@ -64,11 +63,9 @@ class ModelScreen(FrameScreen):
         if row.reason:
             text.append(f"\n{row.reason}", style="red")
         text.append("\n\nover the last window, and the last polls\n", style="dim")
-        now = {"requests/s": row.requests_per_s, "average batch": row.average_batch,
-               "queue ms": row.queue_ms, "p99 ms": row.p99_ms}
         series = history.model_series.get(self.model, {})
-        for name in SERIES:
-            text.append(f"{name:>14} {number(now[name], 2):>10}  ")
+        for name, now in row.series().items():
+            text.append(f"{name:>14} {number(now, 2):>10}  ")
             text.append(sparkline(series.get(name, []), SPARK_WIDTH) + "\n", style="magenta")
         failures = "-" if row.failures is None else str(row.failures)
         text.append(f"{'failures':>14} {failures:>10}\n")

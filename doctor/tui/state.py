@@ -42,6 +42,11 @@ class ModelRow:
     failures: int | None = None
     worst: Severity | None = None
 
+    def series(self) -> dict[str, float | None]:
+        """The numbers kept over time (the model screen's sparklines), by their label."""
+        return {"requests/s": self.requests_per_s, "average batch": self.average_batch,
+                "queue ms": self.queue_ms, "p99 ms": self.p99_ms}
+
 
 @dataclass(frozen=True)
 class Frame:
@@ -156,9 +161,7 @@ class History:
                         device.memory_used_bytes / device.memory_total_bytes)
         for row in frame.models:
             series = self.model_series.setdefault(row.name, {})
-            for name, value in (("requests/s", row.requests_per_s),
-                                ("average batch", row.average_batch),
-                                ("queue ms", row.queue_ms), ("p99 ms", row.p99_ms)):
+            for name, value in row.series().items():
                 if value is not None:
                     self._series(series, name).append(value)
         self._remember(frame)
