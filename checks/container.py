@@ -10,9 +10,14 @@ printed. Only reads: nothing is started, stopped or executed in the container.
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.checks.urls import (
+    TRITON_GRPC_PORT,
+    TRITON_HTTP_PORT,
+    TRITON_METRICS_PORT,
+    split_url,
+)
 from triton_doctor.evidence import ContainerEvidence
 
 #: How many lines of the container's log to keep.
@@ -20,7 +25,8 @@ LOG_LINES = 200
 #: Seconds to wait for the daemon: a hung daemon must not hang the doctor.
 DOCKER_TIMEOUT_S = 10
 #: The ports tritonserver listens on unless told otherwise (HTTP, gRPC, metrics).
-DEFAULT_PORTS = {"--http-port": 8000, "--grpc-port": 8001, "--metrics-port": 8002}
+DEFAULT_PORTS = {"--http-port": TRITON_HTTP_PORT, "--grpc-port": TRITON_GRPC_PORT,
+                 "--metrics-port": TRITON_METRICS_PORT}
 TRITON_ENV = ("NVIDIA_TRITON_SERVER_VERSION=", "TRITON_SERVER_VERSION=")
 TRITON_LABEL = "com.nvidia.tritonserver.version"
 
@@ -110,11 +116,12 @@ def _find(client: Any, server_url: str | None, name_or_id: str | None) -> Any:
 
 
 def _port(server_url: str | None) -> int | None:
+    """The port the server URL means (its scheme's default when it writes none); None when
+    there is no URL or its port is not a number."""
     if not server_url:
         return None
-    url = server_url if "://" in server_url else f"http://{server_url}"
     try:
-        return urlsplit(url).port
+        return split_url(server_url).port
     except ValueError:
         return None
 

@@ -12,13 +12,10 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.checks.urls import TRITON_METRICS_PORT, split_url
 from triton_doctor.evidence import Evidence, GpuEvidence, MetricsEvidence, MetricsScrape
-
-DEFAULT_HTTP_PORT = 8000
-DEFAULT_METRICS_PORT = 8002
 
 
 @dataclass
@@ -37,21 +34,18 @@ class Unreachable(Exception):
 
 def without_credentials(url: str) -> str:
     """The URL with any user:password@ removed: snapshots and reports never carry secrets."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return parts._replace(netloc=netloc).geturl()
+    return split_url(url).without_credentials()
 
 
 def metrics_url_for(url: str) -> str:
     """Triton's metrics endpoint on the same host: port 8002, path /metrics."""
-    parts = urlsplit(url if "://" in url else f"http://{url}")
-    return f"{parts.scheme}://{parts.hostname}:{DEFAULT_METRICS_PORT}/metrics"
+    parts = split_url(url)
+    return f"{parts.scheme}://{parts.host}:{TRITON_METRICS_PORT}/metrics"
 
 
 def is_local(url: str) -> bool:
     """Whether the server runs on this machine, so that /dev/shm here is its /dev/shm."""
-    host = urlsplit(url if "://" in url else f"http://{url}").hostname or ""
+    host = split_url(url).hostname
     if host in ("localhost", "::1", socket.gethostname()) or host.startswith("127."):
         return True
     try:
@@ -127,7 +121,9 @@ def with_trend(later: GpuEvidence, earlier: GpuEvidence) -> None:
 
 
 def _port(url: str) -> int:
-    return urlsplit(url if "://" in url else f"http://{url}").port or DEFAULT_HTTP_PORT
+    """The port the server listens on: the URL's, else its scheme's default (as the server
+    collector reads it)."""
+    return split_url(url).port
 
 
 def collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> None:

@@ -22,14 +22,12 @@ from collections.abc import Mapping
 from http.client import BadStatusLine, IncompleteRead, RemoteDisconnected
 from types import TracebackType
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.checks.urls import DEFAULT_PORTS, NOT_A_URL, split_url
 from triton_doctor.evidence import ModelStats, ServerEvidence, ServerModel, ServerSample, ShmRegion
 
-#: Triton's default HTTP port; an https URL without a port means a TLS proxy in front (443),
-#: since tritonserver's HTTP endpoint has no TLS of its own.
-DEFAULT_PORTS = {"http": 8000, "https": 443}
 #: Answers are small JSON documents; past this the peer is not a tritonserver.
 MAX_BODY_BYTES = 64 * 1024 * 1024
 #: How much of an unexpected body an error message quotes.
@@ -40,22 +38,14 @@ HINT = "is it running, and is this its HTTP port (default 8000)?"
 def normalize_url(url: str) -> tuple[str, str]:
     """``(host:port[/base-path], scheme)`` of a server URL given as ``http://h:8000``, ``h:8000``
     or ``h``, the way users write it; raises ValueError for what cannot be a server URL."""
-    text = url.strip()
-    scheme, sep, _ = text.partition("://")
-    if not sep:
-        scheme, text = "http", f"http://{text}"
-    scheme = scheme.lower()
+    scheme, sep, _ = url.strip().partition("://")
+    scheme = scheme.lower() if sep else "http"
     if scheme not in DEFAULT_PORTS:
         raise ValueError(f"{url!r}: the server URL must be http:// or https://")
-    parts = urlsplit(text)
-    try:
-        port = parts.port or DEFAULT_PORTS[scheme]
-    except ValueError:
-        raise ValueError(f"{url!r}: the port is not a number from 0 to 65535") from None
-    if not parts.hostname or parts.query or parts.fragment or parts.username:
-        raise ValueError(f"{url!r}: expected a server URL like http://localhost:8000")
-    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
-    return f"{host}:{port}{parts.path.rstrip('/')}", scheme
+    parts = split_url(url)
+    if not parts.host or parts.query or parts.fragment or parts.username:
+        raise ValueError(f"{url!r}: {NOT_A_URL}")
+    return f"{parts.host}:{parts.port}{parts.path.rstrip('/')}", scheme
 
 
 class _NoAnswer(Exception):

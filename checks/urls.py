@@ -1,0 +1,72 @@
+"""The server URL the user gives, read once, the way users write it.
+
+``http://triton:8000``, ``triton:8000``, ``triton``, ``https://triton/base``,
+``http://[::1]:8000`` and ``user:pass@triton`` all name a server. Every part of the doctor that
+needs its host or port reads it through :func:`split_url`, so an IPv6 host keeps the brackets
+it needs in a URL and a URL without a port means the same port everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+#: The ports tritonserver listens on unless told otherwise.
+TRITON_HTTP_PORT = 8000
+TRITON_GRPC_PORT = 8001
+TRITON_METRICS_PORT = 8002
+#: The port a URL without one means, by scheme: Triton's HTTP port; an https URL means a TLS
+#: proxy in front (443), since tritonserver's HTTP endpoint has no TLS of its own. Other
+#: schemes (which the server collector refuses) fall back to Triton's HTTP port.
+DEFAULT_PORTS = {"http": TRITON_HTTP_PORT, "https": 443}
+NOT_A_URL = "expected a server URL like http://localhost:8000"
+BAD_PORT = "the port is not a number from 0 to 65535"
+
+
+@dataclass(frozen=True)
+class ServerUrl:
+    """The parts of a server URL; credentials are kept only as the user name, to refuse them."""
+
+    #: Lowercase; ``http`` when the URL was written without one.
+    scheme: str
+    #: Lowercase; an IPv6 address in brackets (``[::1]``); empty when the URL names no host.
+    host: str
+    #: The port the URL writes, None when it writes none.
+    given_port: int | None
+    path: str
+    query: str
+    fragment: str
+    username: str | None
+
+    @property
+    def port(self) -> int:
+        """The port the URL means: the one written (unless 0), else the scheme's default."""
+        return self.given_port or DEFAULT_PORTS.get(self.scheme, TRITON_HTTP_PORT)
+
+    @property
+    def hostname(self) -> str:
+        """The host without IPv6 brackets, as the resolver takes it."""
+        return self.host[1:-1] if self.host.startswith("[") else self.host
+
+    def without_credentials(self) -> str:
+        """The URL as written, less ``user:password@`` (and a port of 0)."""
+        netloc = f"{self.host}:{self.given_port}" if self.given_port else self.host
+        return urlunsplit((self.scheme, netloc, self.path, self.query, self.fragment))
+
+
+def split_url(url: str) -> ServerUrl:
+    """The parts of ``url`` (``http://`` assumed when it has no scheme); raises ValueError when
+    its brackets do not close or its port is not a number from 0 to 65535."""
+    text = url.strip()
+    try:
+        parts = urlsplit(text if "://" in text else f"http://{text}")
+        hostname = parts.hostname or ""
+    except ValueError:  # "Invalid IPv6 URL": a bracket without its pair
+        raise ValueError(f"{url!r}: {NOT_A_URL}") from None
+    try:
+        port = parts.port
+    except ValueError:
+        raise ValueError(f"{url!r}: {BAD_PORT}") from None
+    host = f"[{hostname}]" if ":" in hostname else hostname
+    return ServerUrl(parts.scheme, host, port, parts.path, parts.query, parts.fragment,
+                     parts.username)
