@@ -273,7 +273,9 @@ def _check(args: argparse.Namespace) -> int:
         colour = args.color == "always" or (
             args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
         )
-        sys.stdout.write(text.render(result, colour=colour))
+        sys.stdout.write(text.render(
+            result, colour=colour,
+            repository=evidence.repository.path if evidence.repository else None))
     return code
 
 

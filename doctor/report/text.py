@@ -50,14 +50,13 @@ def _where(finding: Finding, model_path: str | None) -> str:
 
 
 def render(result: Result, colour: bool = False, repository: str | None = None) -> str:
-    """``repository`` is the repository's path as the findings' paths begin with it; without
-    it the reporter finds the root from the models' config paths where it can."""
+    """``repository``: the path the findings' paths begin with, under which each model's
+    directory heads its findings."""
     style = Style(colour)
     out: list[str] = []
-    root = repository if repository is not None else _repository_root(result)
     for model, group in groupby(result.findings, key=lambda f: f.model):
         findings = list(group)
-        model_path = _model_path(model, findings, root)
+        model_path = _model_path(model, findings, repository)
         label = model or ("(server)" if findings[0].rule[2] in "678" else "(repository)")
         out.append(style(label, "1") + (f"  {model_path}" if model_path else ""))
         for finding in findings:
@@ -92,55 +91,16 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("" if count == 1 or noun == "info" else "s")
 
 
-def _model_path(model: str | None, findings: list[Finding], root: str | None) -> str | None:
-    """The model directory, shown once in the header so that locations under it stay short.
-
-    A model's directory is the path component right under the repository root, named as the
-    model; the model's name may recur deeper (``model/1/model.onnx``, a model named ``1``) or
-    in the root itself, so a path is never cut at just any ``/<model>``.
-    """
-    if model is None:
-        for finding in findings:
-            path = finding.location.path
-            if path and path.endswith("/config.pbtxt"):
-                return path.rsplit("/", 1)[0]
-        return None
+def _model_path(model: str | None, findings: list[Finding],
+                repository: str | None) -> str | None:
+    """The model directory, shown once in the header so that locations under it stay short:
+    the component named as the model right under the repository (the name may recur deeper,
+    as in ``model/1/model.onnx``, or in the repository's own path)."""
     paths = [f.location.path for f in findings if f.location.path]
-    if root is not None:
-        directory = f"{root.rstrip('/')}/{model}"
-        if any(path == directory or path.startswith(directory + "/") for path in paths):
-            return directory
-    for path in paths:
-        found = _config_dir(model, path)
-        if found is not None:
-            return found
-    for path in paths:
-        parts = path.split("/")
-        # parts[0] is (the start of) the repository root: a model directory lies below it
-        if model in parts[1:]:
-            return "/".join(parts[: parts.index(model, 1) + 1])
-    return None
-
-
-def _config_dir(model: str, path: str) -> str | None:
-    """The model's directory when ``path`` is the model's config: ``<dir>/config.pbtxt``, or
-    ``<dir>/configs/<name>.pbtxt`` (--model-config-name), where ``<dir>`` is named ``model``."""
-    head, _, name = path.rpartition("/")
-    if name == "config.pbtxt" and head.rpartition("/")[2] == model:
-        return head
-    parent, _, sub = head.rpartition("/")
-    if sub == "configs" and name.endswith(".pbtxt") and parent.rpartition("/")[2] == model:
-        return parent
-    return None
-
-
-def _repository_root(result: Result) -> str | None:
-    """The repository root, from the config paths of the models judged (suppressed findings
-    included); None when no finding is on a model's config, or they disagree."""
-    roots = set()
-    for finding in [*result.findings, *(s.finding for s in result.suppressed)]:
-        if finding.model is not None and finding.location.path:
-            directory = _config_dir(finding.model, finding.location.path)
-            if directory is not None:
-                roots.add(directory.rpartition("/")[0])
-    return roots.pop() if len(roots) == 1 else None
+    if model is None:
+        return next((p.rsplit("/", 1)[0] for p in paths if p.endswith("/config.pbtxt")), None)
+    if repository is None:
+        return None
+    directory = f"{repository.rstrip('/')}/{model}"
+    return directory if any(p == directory or p.startswith(directory + "/")
+                            for p in paths) else None
