@@ -113,9 +113,9 @@ def read_gpu(evidence: Evidence) -> GpuEvidence | None:
 
 def with_trend(later: GpuEvidence, earlier: GpuEvidence) -> None:
     """Record each GPU's memory at the window's start next to its reading at the end."""
-    before = {device.uuid or str(device.index): device for device in earlier.devices}
+    before = {device.key: device for device in earlier.devices}
     for device in later.devices:
-        found = before.get(device.uuid or str(device.index))
+        found = before.get(device.key)
         if found is not None:
             device.memory_used_earlier_bytes = found.memory_used_bytes
 

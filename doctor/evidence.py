@@ -351,6 +351,17 @@ class GpuDevice:
     ecc_uncorrected_errors: int | None = None
     processes: list[GpuProcess] = field(default_factory=list)
 
+    @property
+    def key(self) -> str:
+        """What names this GPU from one reading to the next: its UUID, else its index."""
+        return self.uuid or str(self.index)
+
+    @property
+    def memory_share(self) -> float:
+        """The share of its memory in use; 0 when NVML gave no total."""
+        total = self.memory_total_bytes
+        return self.memory_used_bytes / total if total else 0.0
+
 
 @dataclass
 class GpuEvidence:

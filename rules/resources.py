@@ -45,7 +45,7 @@ def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
     for device in view.gpu.devices:
         if not device.memory_total_bytes:
             continue
-        share = device.memory_used_bytes / device.memory_total_bytes
+        share = device.memory_share
         free = device.memory_total_bytes - device.memory_used_bytes
         no_room = biggest is not None and biggest[1] > free
         if share < limit and not no_room:

@@ -10,7 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from triton_doctor.evidence import GpuDevice
 from triton_doctor.tui.screen import FINDING_COLUMNS, FrameScreen, finding_rows
-from triton_doctor.tui.state import History, gpu_key
+from triton_doctor.tui.state import History
 from triton_doctor.tui.tables import fill, new_table
 from triton_doctor.tui.text import GIB, gauge, sparkline
 
@@ -41,13 +41,14 @@ class GpuScreen(FrameScreen):
         super().show(history)
         frame = history.latest
         gpu = frame.evidence.gpu if frame else None
-        device = next((d for d in gpu.devices if gpu_key(d) == self.key), None) if gpu else None
+        device = next((d for d in gpu.devices if d.key == self.key), None) if gpu else None
         facts = self.query_one("#gpu-facts", Static)
         if frame is None or gpu is None or device is None:
             facts.update(Text(f"GPU {self.key}: not in the latest reading", style="dim"))
             return
         facts.update(gpu_facts(device, gpu.driver_version, gpu.cuda_driver_version,
-                               list(history.gpu_memory.get(self.key, []))))
+                               list(history.gpu_memory.get(self.key, [])),
+                               frame.gpu_memory_limit()))
         servers = set(frame.evidence.host.server_pids) if frame.evidence.host else set()
         fill(self.query_one("#gpu-processes", DataTable), [
             (str(p.pid), (p.pid, "unknown" if p.used_bytes is None
@@ -62,14 +63,14 @@ class GpuScreen(FrameScreen):
             self.open_finding(event.row_key)
 
 
-def gpu_facts(device: GpuDevice, driver: str, cuda: str, trend: list[float]) -> Text:
-    total = device.memory_total_bytes
-    share = device.memory_used_bytes / total if total else 0.0
+def gpu_facts(device: GpuDevice, driver: str, cuda: str, trend: list[float],
+              red_from: float) -> Text:
+    total, share = device.memory_total_bytes, device.memory_share
     text = Text(f"GPU {device.index}  {device.name}", style="bold")
     text.append(f"  sm_{device.compute_capability.replace('.', '')}  {device.uuid}\n",
                 style="dim")
     text.append(f"driver {driver or '?'}  CUDA {cuda or '?'}\n\n", style="dim")
-    text.append("memory  ").append_text(gauge(share, 40))
+    text.append("memory  ").append_text(gauge(share, 40, red_from))
     text.append(f" {share:.0%}  {device.memory_used_bytes / GIB:.1f} of {total / GIB:.1f} GiB\n")
     if device.memory_used_earlier_bytes is not None:
         grown = (device.memory_used_bytes - device.memory_used_earlier_bytes) / MIB

@@ -11,7 +11,7 @@ from textual.widgets import DataTable, Footer, Label, Static
 from triton_doctor.tui.gpu import GpuScreen
 from triton_doctor.tui.model import ModelScreen
 from triton_doctor.tui.screen import FrameScreen
-from triton_doctor.tui.state import Frame, History, gpu_key, watch_key
+from triton_doctor.tui.state import Frame, History, watch_key
 from triton_doctor.tui.tables import Row, fill, new_table, original_key
 from triton_doctor.tui.text import GIB, clipped, gauge, number, one_line, severity, sparkline
 
@@ -84,17 +84,18 @@ def sources_line(frame: Frame | None) -> Text:
 
 def gpu_rows(frame: Frame | None, history: History) -> list[Row]:
     """Per GPU: a memory gauge, used/total, utilisation and the memory sparkline."""
-    gpu = frame.evidence.gpu if frame else None
+    if frame is None or frame.evidence.gpu is None:
+        return []
     rows: list[Row] = []
-    for device in gpu.devices if gpu else []:
-        total = device.memory_total_bytes
-        share = device.memory_used_bytes / total if total else 0.0
+    for device in frame.evidence.gpu.devices:
+        total, share = device.memory_total_bytes, device.memory_share
         util = device.utilization_percent
-        rows.append((gpu_key(device), (
-            device.index, device.name, gauge(share, GAUGE_WIDTH).append(f" {share:4.0%}"),
+        rows.append((device.key, (
+            device.index, device.name,
+            gauge(share, GAUGE_WIDTH, frame.gpu_memory_limit()).append(f" {share:4.0%}"),
             f"{device.memory_used_bytes / GIB:.1f}/{total / GIB:.1f} GiB",
             "-" if util is None else f"{util}%",
-            Text(sparkline(history.gpu_memory.get(gpu_key(device), []), SPARK_WIDTH, top=1.0),
+            Text(sparkline(history.gpu_memory.get(device.key, []), SPARK_WIDTH, top=1.0),
                  style="magenta"),
         )))
     return rows

@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 
 from triton_doctor.engine import Result
-from triton_doctor.evidence import Evidence, GpuDevice
+from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.live_view import LiveView
 
@@ -75,7 +75,7 @@ class Frame:
         server = self.evidence.server
         if server is None:
             return []
-        view = LiveView(self.evidence)
+        view = self.view
         rates = {(r.model, r.version): r for r in view.rates}
         p99 = view.summary_quantile("nv_inference_request_summary_us", 0.99)
         worst: dict[str, Severity] = {}
@@ -98,10 +98,18 @@ class Frame:
             ))
         return rows
 
+    @cached_property
+    def view(self) -> LiveView:
+        return LiveView(self.evidence)
+
     def window_s(self) -> float | None:
         """Seconds between the two server samples the rates come from; None with one."""
-        samples = self.evidence.server.samples if self.evidence.server else []
-        return samples[-1].at - samples[0].at if len(samples) >= 2 else None
+        window = self.view.window
+        return window[1].at - window[0].at if window else None
+
+    def gpu_memory_limit(self) -> float:
+        """The share of GPU memory at which TD701 fires (the gauges turn red there)."""
+        return self.view.threshold("gpu-memory")
 
     def uptime_s(self) -> float | None:
         """Seconds the server has run, from its process or its container; None if unknown."""
@@ -157,8 +165,7 @@ class History:
         if frame.evidence.gpu is not None:
             for device in frame.evidence.gpu.devices:
                 if device.memory_total_bytes:
-                    self._series(self.gpu_memory, gpu_key(device)).append(
-                        device.memory_used_bytes / device.memory_total_bytes)
+                    self._series(self.gpu_memory, device.key).append(device.memory_share)
         for row in frame.models:
             series = self.model_series.setdefault(row.name, {})
             for name, value in row.series().items():
@@ -193,6 +200,3 @@ def watch_key(finding: Finding) -> str:
     return "\x1f".join([finding.rule, finding.model or "", finding.version or "",
                          finding.location.field or "", *about, message])
 
-
-def gpu_key(device: GpuDevice) -> str:
-    return device.uuid or str(device.index)

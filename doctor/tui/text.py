@@ -26,11 +26,12 @@ def sparkline(values: Sequence[float], width: int, top: float | None = None) -> 
     return "".join(BLOCKS[min(last, max(0, round(v / high * last)))] for v in shown)
 
 
-def gauge(share: float, width: int) -> Text:
-    """A bar filled to ``share`` (0-1): green, yellow from 0.8, red from 0.9."""
+def gauge(share: float, width: int, red_from: float) -> Text:
+    """A bar filled to ``share`` (0-1): green, yellow from 0.1 below ``red_from``, red from
+    it (the threshold of the rule that fires on it)."""
     share = min(max(share, 0.0), 1.0)
     filled = round(share * width)
-    style = "red" if share >= 0.9 else "yellow" if share >= 0.8 else "green"
+    style = "red" if share >= red_from else "yellow" if share >= red_from - 0.1 else "green"
     return Text.assemble(("█" * filled, style), ("░" * (width - filled), "grey50"))
 
 

@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 from triton_doctor.evidence import ContainerEvidence, Evidence, HostEvidence
 from triton_doctor.findings import Finding, Location, Severity
-from triton_doctor.tui.state import Frame, History, frame_time, gpu_key, watch_key
+from triton_doctor.tui.state import Frame, History, frame_time, watch_key
 
 from tests.tui.support import detector_recovered, incident, judge
 
@@ -148,9 +148,9 @@ def test_gpu_key_is_the_uuid_or_else_the_index() -> None:
     gpu = incident().gpu
     assert gpu is not None
     device = copy.deepcopy(gpu.devices[0])
-    assert gpu_key(device) == device.uuid
+    assert device.key == device.uuid
     device.uuid = ""
-    assert gpu_key(device) == "0"
+    assert device.key == "0"
 
 
 def test_a_gpu_without_a_total_adds_no_point() -> None:
@@ -250,3 +250,10 @@ def test_window_of_the_rates() -> None:
     assert evidence.server is not None
     evidence.server.samples = evidence.server.samples[-1:]
     assert frame(evidence).window_s() is None
+
+
+def test_the_gauges_turn_red_where_td701_fires() -> None:
+    evidence = incident()
+    assert frame(evidence).gpu_memory_limit() == 0.9  # TD701's default
+    evidence.options.thresholds = {"gpu-memory": 0.8}
+    assert frame(evidence).gpu_memory_limit() == 0.8

@@ -55,7 +55,7 @@ def test_sparkline_accepts_a_deque() -> None:
     (1.7, 10, "red"), (-0.3, 0, "green"),
 ])
 def test_gauge(share: float, filled: int, style: str) -> None:
-    bar = gauge(share, 10)
+    bar = gauge(share, 10, red_from=0.9)
     assert bar.plain == "█" * filled + "░" * (10 - filled)
     assert len(bar.plain) == 10
     if filled:
@@ -104,3 +104,9 @@ def test_severity_labels() -> None:
     assert severity(Severity.WARNING).plain == "! warning"
     assert severity(Severity.INFO).plain == "i info"
     assert str(severity(Severity.ERROR).style) == "bold red"
+
+
+def test_gauge_turns_red_at_the_threshold_it_is_given() -> None:
+    assert gauge(0.85, 10, red_from=0.8).spans[0].style == "red"
+    assert gauge(0.75, 10, red_from=0.8).spans[0].style == "yellow"
+    assert gauge(0.65, 10, red_from=0.8).spans[0].style == "green"
