@@ -72,16 +72,13 @@ class Finding:
     @property
     def fingerprint(self) -> str:
         """Stable across runs and machines: no absolute paths, no line numbers."""
-        key = "\x1f".join(
-            [
-                self.rule,
-                self.model or "",
-                self.version or "",
-                self.location.field or "",
-                self.message,
-            ]
-        )
-        return hashlib.sha256(key.encode()).hexdigest()[:16]
+        return hashlib.sha256(self.identity(self.message).encode()).hexdigest()[:16]
+
+    def identity(self, message: str, *about: str) -> str:
+        """What makes two findings the same problem: the rule, where it is (model, version,
+        config field), ``about`` (what else tells them apart) and ``message`` as given."""
+        return "\x1f".join([self.rule, self.model or "", self.version or "",
+                             self.location.field or "", *about, message])
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -101,6 +102,21 @@ def test_findings_carry_location_lines(tmp_path: Path) -> None:
     assert finding["location"]["line"] == 4
     assert finding["location"]["field"] == "input[0].dims"
     assert finding["location"]["path"].endswith("m/config.pbtxt")
+
+
+def test_fingerprint_is_the_same_wherever_the_repository_lies(tmp_path: Path) -> None:
+    """The documented recipe: sha256 of rule, model, version, config field and message, so
+    alerting can key on it across machines and runs."""
+    broken = GOOD_CONFIG.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput")
+    found = []
+    for place in ("here", "there/deeper"):
+        write_model(tmp_path / place, "m", broken)
+        (finding,) = [f for f in check_json(tmp_path / place)["findings"]
+                      if f["rule"] == "TD212"]
+        found.append(finding)
+    key = "\x1f".join(["TD212", "m", "", "input[0].dims", found[0]["message"]])
+    assert found[0]["fingerprint"] == hashlib.sha256(key.encode()).hexdigest()[:16]
+    assert found[1]["fingerprint"] == found[0]["fingerprint"]
 
 
 def test_disable_auto_complete_config_mirrors_the_server(tmp_path: Path) -> None:

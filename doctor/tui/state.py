@@ -195,8 +195,6 @@ def watch_key(finding: Finding) -> str:
     """The same problem from poll to poll: live messages carry numbers that change every
     second ("95% of its memory", "12 ms queue"), so digits in the message do not count; what
     the finding is about (a GPU, a region, a file, an endpoint) does."""
-    message = _NUMBERS.sub("#", finding.message)
     about = [f"{key}={finding.evidence[key]}" for key in IDENTITY if key in finding.evidence]
-    return "\x1f".join([finding.rule, finding.model or "", finding.version or "",
-                         finding.location.field or "", *about, message])
+    return finding.identity(_NUMBERS.sub("#", finding.message), *about)
 
