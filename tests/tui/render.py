@@ -1,7 +1,7 @@
 """The one renderer of the terminal UI's screenshots.
 
-``tests/tui/test_screenshots.py`` compares its SVGs with tests/tui/snapshots/ and
-docs/screenshots/; ``docs/screenshots.py`` (or ``python -m tests.tui.render DIR``) writes them.
+``tests/tui/test_screenshots.py`` compares its SVGs with docs/screenshots/ (the README's
+pictures); ``docs/screenshots.py`` (or ``python -m tests.tui.render DIR``) writes them.
 
 Every screen is drawn on the recorded incident (fixtures/recorded/watch/) or on
 fixtures/demo-repository at a fixed size, so an SVG depends on the UI's code and nothing else:
@@ -43,7 +43,6 @@ INCIDENT = ROOT / "fixtures" / "recorded" / "watch" / "incident.snapshot.json"
 #: Relative to ROOT: findings and the status line quote the path as given.
 DEMO = "fixtures/demo-repository"
 SIZE = (120, 36)
-SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
 DOCS = ROOT / "docs" / "screenshots"
 #: Rich writes a character cell 12.2 px wide (0.61 of its 20 px font).
 CELL_PX = 12.2

@@ -1,6 +1,5 @@
 """Each screen of the terminal UI, drawn on the recorded incident (and check --tui on the demo
-repository), compared with the SVG stored in tests/tui/snapshots/ and with the README's copy in
-docs/screenshots/.
+repository), compared with the SVG the README shows, stored in docs/screenshots/.
 
 After a deliberate change to the UI, look at the new pictures and store them:
 
@@ -9,7 +8,7 @@ After a deliberate change to the UI, look at the new pictures and store them:
 On a mismatch the test writes what it drew next to the stored file as NAME.actual.svg
 (ignored by git) and prints the lines of text that differ. tests/tui/render.py says what
 keeps the pictures the same on every run and machine. They depend on the Textual version:
-with another version than the one recorded in snapshots/textual-version.txt the comparison
+with another version than the one recorded in docs/screenshots/textual-version.txt the comparison
 is skipped, not failed.
 """
 
@@ -28,7 +27,7 @@ from tests.tui import render
 
 UPDATE = os.environ.get("TD_UPDATE_SNAPSHOTS") == "1"
 HOW_TO_UPDATE = "TD_UPDATE_SNAPSHOTS=1 .venv/bin/python -m pytest tests/tui/test_screenshots.py"
-VERSION_FILE = render.SNAPSHOTS / "textual-version.txt"
+VERSION_FILE = render.DOCS / "textual-version.txt"
 
 
 @functools.cache
@@ -66,12 +65,7 @@ def _compare(name: str, stored: Path) -> None:
 
 
 @pytest.mark.parametrize("name", list(render.SCENES))
-def test_screen_matches_its_snapshot(name: str) -> None:
-    _compare(name, render.SNAPSHOTS / f"{name}.svg")
-
-
-@pytest.mark.parametrize("name", list(render.SCENES))
-def test_readme_screenshot_is_current(name: str) -> None:
+def test_screen_matches_its_picture(name: str) -> None:
     _compare(name, render.DOCS / f"{name}.svg")
 
 
