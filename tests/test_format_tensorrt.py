@@ -107,6 +107,16 @@ def test_oversized_ultralytics_metadata_is_skipped(tmp_path: Path) -> None:
     assert (facts.container, facts.tensorrt_version) == ("ftrt", "10.3.0.26")
 
 
+@pytest.mark.parametrize("missing", [0, 1, 4], ids=["no-engine", "cut-metadata", "cut-more"])
+def test_ultralytics_prefix_without_an_engine(tmp_path: Path, missing: int) -> None:
+    """``<u32 N><N bytes of JSON>`` and nothing after (or less): no plan, and sniff agrees."""
+    meta = json.dumps({"task": "detect"}).encode()
+    data = (struct.pack("<I", len(meta)) + meta)[: 4 + len(meta) - missing]
+    found = read_bytes(tmp_path, data)
+    assert (found.kind, found.problem) == ("unknown", NOT_A_PLAN)
+    assert sniff.sniff_bytes(data[: sniff.HEAD_BYTES], len(data)) != "tensorrt"
+
+
 def test_legacy_plan(tmp_path: Path) -> None:
     found = read_bytes(tmp_path, build_legacy_plan(8192))
     facts = facts_of(found)

@@ -26,19 +26,20 @@ def sniff_bytes(head: bytes, size: int) -> str:
         return "pickle"
     if head[:4] in (b"ftrt", b"ptrt"):
         return "tensorrt"
-    if _ultralytics_prefix(head, size):
+    if ultralytics_length(head, size) is not None:
         return "tensorrt"
     if head.lstrip().startswith(b"<?xml") or head.lstrip().startswith(b"<net"):
         return "xml"
     return "unknown"
 
 
-def _ultralytics_prefix(head: bytes, size: int) -> bool:
-    """Ultralytics writes ``<u32 LE length><JSON metadata>`` before the engine bytes."""
+def ultralytics_length(head: bytes, size: int) -> int | None:
+    """N when the file starts with an Ultralytics prefix: ``<u32 LE N><N bytes of JSON>``,
+    then the engine, so at least one byte must follow the ``4 + N`` bytes of the prefix."""
     if len(head) < 5 or head[4:5] != b"{":
-        return False
+        return None
     length = int.from_bytes(head[:4], "little")
-    return 0 < length < size
+    return length if 0 < length < size - 4 else None
 
 
 def describe_lfs_pointer(head: bytes) -> str:

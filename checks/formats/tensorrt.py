@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, PlanFacts
 
 #: Bytes of a plan (or engine blob) that the reader looks at; the header is far smaller.
@@ -75,7 +76,7 @@ def _read_open_plan(handle: BinaryIO, path: str, size: int) -> ModelFile:
     head = handle.read(HEADER_BYTES)
     facts = PlanFacts()
     start = 0
-    prefix = _ultralytics_length(head, size)
+    prefix = sniff.ultralytics_length(head, size)
     if prefix is not None:
         facts.metadata = _read_metadata(handle, prefix)
         start = 4 + prefix
@@ -111,14 +112,6 @@ def _u64(data: bytes, offset: int) -> int | None:
     if offset < 0 or offset + 8 > len(data):
         return None
     return int(struct.unpack_from("<Q", data, offset)[0])
-
-
-def _ultralytics_length(head: bytes, size: int) -> int | None:
-    """N when the file starts ``<u32 N>{...`` with room for a plan after the N bytes."""
-    length = _u32(head, 0)
-    if length is None or head[4:5] != b"{" or not 0 < length < size - 4:
-        return None
-    return length
 
 
 def _read_metadata(handle: BinaryIO, length: int) -> dict[str, Any]:
