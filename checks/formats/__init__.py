@@ -43,7 +43,7 @@ def read_model_file(model_path: str, relative: str, backend: str) -> ModelFile:
         return ModelFile(path=relative, problem=f"cannot be read: {error.strerror or error}")
     kind = sniff.sniff_bytes(head, size)
     if kind == "empty":
-        return ModelFile(path=relative, kind=kind, problem="is empty (0 bytes)")
+        return sniff.empty_file(relative)
     if kind == "lfs-pointer":
         target = sniff.describe_lfs_pointer(head)
         return ModelFile(

@@ -494,7 +494,7 @@ def read_onnx(path: str) -> ModelFile:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
-                return ModelFile(path=path, kind="empty", problem="is empty (0 bytes)")
+                return sniff.empty_file(path)
             try:
                 mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
             except (OSError, ValueError) as error:

@@ -18,6 +18,7 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
+from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, TensorInfo
 
 MAX_XML_BYTES = 64 * 1024 * 1024
@@ -69,10 +70,9 @@ def read_openvino(path: str) -> ModelFile:
 
 def parse_ir(path: str, data: bytes) -> ModelFile:
     """``read_openvino`` on bytes already read."""
-    found = ModelFile(path=path, size_bytes=len(data))
     if not data:
-        found.kind, found.problem = "empty", "is empty (0 bytes)"
-        return found
+        return sniff.empty_file(path)
+    found = ModelFile(path=path, size_bytes=len(data))
     refused = _refuse(data)
     if refused:
         found.problem = refused

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from triton_doctor.evidence import ModelFile
+
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 ZIP_MAGIC = b"PK\x03\x04"
 HEAD_BYTES = 256
@@ -40,6 +42,11 @@ def ultralytics_length(head: bytes, size: int) -> int | None:
         return None
     length = int.from_bytes(head[:4], "little")
     return length if 0 < length < size - 4 else None
+
+
+def empty_file(path: str) -> ModelFile:
+    """The finding for a zero-byte file, whichever reader met it."""
+    return ModelFile(path=path, kind="empty", problem="is empty (0 bytes)")
 
 
 def describe_lfs_pointer(head: bytes) -> str:

@@ -72,7 +72,7 @@ def read_plan(path: str) -> ModelFile:
 
 def _read_open_plan(handle: BinaryIO, path: str, size: int) -> ModelFile:
     if size == 0:
-        return ModelFile(path=path, kind="empty", problem="is empty (0 bytes)")
+        return sniff.empty_file(path)
     head = handle.read(HEADER_BYTES)
     facts = PlanFacts()
     start = 0

@@ -14,11 +14,11 @@ with ``pickletools.genops`` (to learn the module's class name) and the code is p
 from __future__ import annotations
 
 import ast
-import os
 import pickletools
 import zipfile
 import zlib
 
+from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg, TorchScriptFacts
 
 #: Largest code file parsed (real ones are kilobytes).
@@ -27,7 +27,6 @@ MAX_CODE_BYTES = 4 * 1024 * 1024
 MAX_PICKLE_SCAN_BYTES = 1024 * 1024
 MAX_VERSION_BYTES = 64
 
-ZIP_MAGIC = b"PK\x03\x04"
 #: torch.save's legacy (non-zip) format starts with this number, pickled.
 LEGACY_TORCH_MAGIC = 0x1950A86A20F9469CFC6C
 
@@ -64,18 +63,17 @@ ZIP_ERRORS = (
 def read_torchscript(path: str) -> ModelFile:
     """What the archive at ``path`` declares; never raises on bad input."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(64)
-            size = os.fstat(handle.fileno()).st_size
+        head, size = sniff.read_head(path)
     except OSError as error:
         return ModelFile(path=path, problem=f"cannot be read: {error.strerror or error}")
+    kind = sniff.sniff_bytes(head, size)
+    if kind == "empty":
+        return sniff.empty_file(path)
     found = ModelFile(path=path, size_bytes=size)
-    if size == 0:
-        found.kind, found.problem = "empty", "is empty (0 bytes)"
-    elif head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+    if kind == "pickle":
         found.kind = "pickle"
         found.problem = LEGACY_PICKLE if _is_legacy_torch_save(head) else PICKLE
-    elif not head.startswith(ZIP_MAGIC):
+    elif kind != "zip":
         found.problem = "is not a TorchScript archive (not a zip file)"
     else:
         _read_zip(path, found)
