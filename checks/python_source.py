@@ -5,7 +5,9 @@ from __future__ import annotations
 import ast
 import os
 
+from triton_doctor.checks.formats import LISTED_BUT_MISSING
 from triton_doctor.checks.python_autocomplete import follow
+from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import PythonSource
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -13,12 +15,13 @@ MODEL_CLASS = "TritonPythonModel"
 
 
 def read_python_source(path: str) -> PythonSource:
+    """What the file at ``path``, just listed in its version directory, defines."""
     source = PythonSource(name=os.path.basename(path))
     try:
         with open(path, "rb") as handle:
             data = handle.read(MAX_SOURCE_BYTES + 1)
     except OSError as error:
-        source.unreadable = error.strerror or str(error)
+        source.unreadable = describe_os_error(error, missing=LISTED_BUT_MISSING)
         return source
     if len(data) > MAX_SOURCE_BYTES:
         source.unreadable = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB"

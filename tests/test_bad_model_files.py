@@ -86,6 +86,15 @@ def _empty_model_onnx_dir(model: Path) -> None:
     (model / "1" / "model.onnx" / "model.onnx.data").write_bytes(bytes(64))
 
 
+def _dangling_link(relative: str) -> Callable[[Path], None]:
+    """The model file is a symbolic link to a path that does not exist (an unmounted volume)."""
+    def write(model: Path) -> None:
+        path = model / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.symlink_to(model / "weights" / "gone" / path.name)
+    return write
+
+
 #: id -> (config, how to write the broken file, the file the finding must name, words in it).
 CASES: dict[str, tuple[str, Callable[[Path], None], str, str]] = {
     **{
@@ -112,6 +121,14 @@ CASES: dict[str, tuple[str, Callable[[Path], None], str, str]] = {
     ),
     "model-onnx-dir-without-model": (ONNX_CONFIG, _empty_model_onnx_dir, "1/model.onnx",
                                      "directory without a model.onnx"),
+    **{
+        f"dangling-link-as-{name}": (config, _dangling_link(relative), relative,
+                                     "cannot be read: does not exist (dangling symbolic link?)")
+        for name, config, relative in (("onnx", ONNX_CONFIG, "1/model.onnx"),
+                                       ("model-pt", TORCH_CONFIG, "1/model.pt"),
+                                       ("plan", PLAN_CONFIG, "1/model.plan"),
+                                       ("model-py", GOOD_CONFIG, "1/model.py"))
+    },
 }
 
 
@@ -154,4 +171,4 @@ def test_unreadable_model_file(tmp_path: Path, config: str, relative: str) -> No
         (finding,) = _check(tmp_path, run)
     finally:
         os.chmod(model / relative, 0o644)
-    assert finding["message"] == f"{relative} cannot be read: Permission denied"
+    assert finding["message"] == f"{relative} cannot be read: permission denied"

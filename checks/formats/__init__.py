@@ -12,6 +12,8 @@ import os
 from triton_doctor.checks.formats import onnx, openvino, sniff, tensorrt, torchscript
 from triton_doctor.evidence import ModelFile
 
+#: ENOENT for a file that was just listed in its version directory: a dangling link.
+LISTED_BUT_MISSING = "does not exist (dangling symbolic link?)"
 #: Readers by backend; other backends' files are only sniffed.
 READERS = {
     "onnxruntime": onnx.read_onnx,
@@ -22,7 +24,11 @@ READERS = {
 
 
 def read_model_file(model_path: str, relative: str, backend: str) -> ModelFile:
-    """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it."""
+    """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it.
+
+    ``relative`` was listed in its directory a moment before, so one that is gone now is a
+    dangling symbolic link, and is called so (as config.pbtxt is).
+    """
     path = os.path.join(model_path, relative)
     if os.path.isdir(path):
         if backend != "onnxruntime":
@@ -40,7 +46,7 @@ def read_model_file(model_path: str, relative: str, backend: str) -> ModelFile:
     try:
         head, size = sniff.read_head(path)
     except OSError as error:
-        return ModelFile(path=relative, problem=f"cannot be read: {error.strerror or error}")
+        return sniff.unreadable_file(relative, error, missing=LISTED_BUT_MISSING)
     kind = sniff.sniff_bytes(head, size)
     if kind == "empty":
         return sniff.empty_file(relative)

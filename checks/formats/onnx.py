@@ -503,7 +503,7 @@ def read_onnx(path: str) -> ModelFile:
                 no_readahead(mapped)
                 return read_wire(Wire(mapped, len(mapped)), path)
     except OSError as error:
-        return ModelFile(path=path, problem=f"cannot be read: {error.strerror or error}")
+        return sniff.unreadable_file(path, error)
     except Exception as error:  # a reader bug must not stop the other checks
         return ModelFile(path=path, problem=f"{INTERNAL_ERROR}: {error!r}")
 

@@ -64,7 +64,7 @@ def read_openvino(path: str) -> ModelFile:
         with open(path, "rb") as handle:
             data = handle.read(MAX_XML_BYTES + 1)
     except OSError as error:
-        return ModelFile(path=path, problem=f"cannot be read: {error.strerror or error}")
+        return sniff.unreadable_file(path, error)
     return parse_ir(path, data)
 
 

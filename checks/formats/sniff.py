@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 
+from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ModelFile
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
@@ -47,6 +48,11 @@ def ultralytics_length(head: bytes, size: int) -> int | None:
 def empty_file(path: str) -> ModelFile:
     """The finding for a zero-byte file, whichever reader met it."""
     return ModelFile(path=path, kind="empty", problem="is empty (0 bytes)")
+
+
+def unreadable_file(path: str, error: OSError, missing: str = "no such file") -> ModelFile:
+    """The finding for a file that cannot be opened; ``missing`` words ENOENT for the caller."""
+    return ModelFile(path=path, problem=f"cannot be read: {describe_os_error(error, missing)}")
 
 
 def describe_lfs_pointer(head: bytes) -> str:

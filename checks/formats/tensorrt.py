@@ -67,7 +67,7 @@ def read_plan(path: str) -> ModelFile:
             size = os.fstat(handle.fileno()).st_size
             return _read_open_plan(handle, path, size)
     except OSError as error:
-        return ModelFile(path=path, problem=f"cannot be read: {error.strerror or error}")
+        return sniff.unreadable_file(path, error)
 
 
 def _read_open_plan(handle: BinaryIO, path: str, size: int) -> ModelFile:

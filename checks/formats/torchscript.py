@@ -65,7 +65,7 @@ def read_torchscript(path: str) -> ModelFile:
     try:
         head, size = sniff.read_head(path)
     except OSError as error:
-        return ModelFile(path=path, problem=f"cannot be read: {error.strerror or error}")
+        return sniff.unreadable_file(path, error)
     kind = sniff.sniff_bytes(head, size)
     if kind == "empty":
         return sniff.empty_file(path)
