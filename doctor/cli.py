@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the s key writes snapshots (default: here)")
     watch.add_argument("--config", metavar="FILE", help="settings file, as for check")
     _add_target_options(watch)
+    # What the server does on its own: it says whether it auto-completes and which configs.
+    watch.set_defaults(disable_auto_complete_config=None, model_config_name=None)
 
     snapshot = commands.add_parser(
         "snapshot", help="save a running server's Evidence (and a repository's) to a file",
@@ -118,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("repository", nargs="?", help="path to the model repository")
     snapshot.add_argument("-o", "--output", required=True, metavar="FILE")
     _add_live_options(snapshot, required=True)
+    # Evidence as it is: the target is chosen when the snapshot is judged.
+    snapshot.set_defaults(triton_version=None, gpu=None, disable_auto_complete_config=False,
+                          model_config_name=None, snapshot=None)
 
     config = commands.add_parser(
         "config",
@@ -285,13 +290,14 @@ def _target(args: argparse.Namespace, evidence: Evidence) -> dict[str, str]:
         target["repository"] = evidence.repository.path
     if evidence.server is not None:
         target["server"] = evidence.server.url
-    if getattr(args, "snapshot", None):
+    if args.snapshot:
         target["snapshot"] = args.snapshot
     return target
 
 
-def _gather(args: argparse.Namespace, settings: Settings) -> Evidence:
-    """The Evidence to judge: a snapshot, or a repository and/or a live server."""
+def _gather(args: argparse.Namespace, settings: Settings, live: bool = True) -> Evidence:
+    """The Evidence to judge: a snapshot, or a repository and/or a live server (read here
+    unless not ``live``: ``watch`` polls it itself)."""
     from triton_doctor import snapshot
     from triton_doctor.checks.repository import TargetError, collect_repository
 
@@ -299,7 +305,7 @@ def _gather(args: argparse.Namespace, settings: Settings) -> Evidence:
     options = target_options(args, settings.triton_version, settings.gpu, settings.backends,
                              strict)
     options.thresholds = settings.thresholds
-    if getattr(args, "snapshot", None):
+    if args.snapshot:
         if args.repository or args.url:
             raise _Stop(EXIT_USAGE, "--snapshot judges a saved snapshot; give it alone")
         evidence = snapshot.read(args.snapshot)
@@ -316,7 +322,7 @@ def _gather(args: argparse.Namespace, settings: Settings) -> Evidence:
         except TargetError as error:
             raise _Stop(EXIT_USAGE, str(error)) from None
     evidence = Evidence(repository=repository, options=options)
-    if args.url:
+    if args.url and live:
         from triton_doctor.checks.live import LiveRequest, Unreachable, collect_live
 
         request = LiveRequest(args.url, args.metrics_url, args.window, args.timeout, args.log,
@@ -357,9 +363,6 @@ def _snapshot(args: argparse.Namespace) -> int:
 
     try:
         settings = load_settings(None, Path(args.repository or ".").absolute())
-        args.triton_version = args.gpu = None
-        args.disable_auto_complete_config = False
-        args.model_config_name = None
         evidence = _gather(args, settings)
         snapshot.write(evidence, args.output)
     except ValueError as error:
@@ -386,17 +389,10 @@ def _watch(args: argparse.Namespace) -> int:
         settings = load_settings(args.config, Path(args.repository or ".").absolute())
         rules = select_rules(settings.select, settings.ignore)
         waiver_source = settings.source or "settings"
-        args.disable_auto_complete_config, args.model_config_name = None, None
-        url, args.url = args.url, None
-        if bool(url) == bool(args.snapshot):
+        if bool(args.url) == bool(args.snapshot):
             raise _Stop(EXIT_USAGE, "give --url URL of a running server, or --snapshot FILE "
                         "to replay (not both)")
-        if args.snapshot or args.repository:
-            base = _gather(args, settings)
-        else:
-            base = Evidence(options=target_options(args, settings.triton_version, settings.gpu,
-                                                   settings.backends, False))
-            base.options.thresholds = settings.thresholds
+        base = _gather(args, settings, live=False)
         if args.snapshot:
             return watch(args, lambda e: run(e, rules, settings.waivers, waiver_source), base)
 
@@ -405,7 +401,6 @@ def _watch(args: argparse.Namespace) -> int:
             _target_from_live(evidence, args, settings)
             return run(evidence, rules, settings.waivers, waiver_source)
 
-        args.url = url
         return watch(args, judge)
     except ValueError as error:  # SettingsError, ProfileError, SnapshotError too
         print(f"triton-doctor: {error}", file=sys.stderr)
