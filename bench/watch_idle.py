@@ -53,7 +53,6 @@ class Idle:
 
     process_percent: float
     tmux_percent: float
-    seconds: float
     rss_mb: float
 
 
@@ -155,14 +154,8 @@ def read_cycle_costs(url: str, metrics_url: str, cycles: int) -> dict[str, float
 
 def first_paint(pane: TmuxPane, shown: Callable[[str], bool], timeout: float = 60.0) -> float:
     """Seconds from the pane's start until ``shown(screen)``."""
-    deadline = pane.started_at + timeout
-    while time.monotonic() < deadline:
-        if shown(pane.screen()):
-            return time.monotonic() - pane.started_at
-        if pane.dead():
-            break
-        time.sleep(POLL_S)
-    raise RuntimeError(f"never painted; last screen:\n{pane.screen()}")
+    pane.wait_for(shown, timeout, every=POLL_S, what="the first paint")
+    return time.monotonic() - pane.started_at
 
 
 def idle(pane: TmuxPane, seconds: float) -> Idle:
@@ -176,7 +169,7 @@ def idle(pane: TmuxPane, seconds: float) -> Idle:
     wall = time.monotonic() - started
     rss = psutil.Process(pid).memory_info().rss / 2**20
     return Idle(100 * (cpu_seconds(pid) - mine) / wall,
-                100 * (cpu_seconds(tmux_pid, children=False) - tmux) / wall, wall, rss)
+                100 * (cpu_seconds(tmux_pid, children=False) - tmux) / wall, rss)
 
 
 def measure(command: Sequence[str], shown: Callable[[str], bool], sockets: Path, repeat: int,
