@@ -20,6 +20,7 @@ from triton_doctor.evidence import (
     ModelFile,
     PythonSource,
     RepositoryEvidence,
+    Subdir,
 )
 from triton_doctor.pbtxt_locate import field_lines, locate
 
@@ -151,10 +152,8 @@ class ModelView:
         if config.backend != "python" or not self.loaded_versions:
             return None
         filename = config.default_model_filename or "model.py"
-        for sub in self.dir.subdirs:
-            if sub.name == version_dir_name(self.loaded_versions[0]):
-                return next((s for s in sub.python if s.name == filename), None)
-        return None
+        sub = self._version_dir(self.loaded_versions[0])
+        return next((s for s in sub.python if s.name == filename), None) if sub else None
 
     @property
     def auto_complete_exact(self) -> bool | None:
@@ -175,17 +174,18 @@ class ModelView:
 
     def version_files(self, number: int) -> list[ModelFile]:
         """Every model file read in the directory the backend opens for ``number``."""
-        for sub in self.dir.subdirs:
-            if sub.name == version_dir_name(number):
-                return sub.model_files
-        return []
+        sub = self._version_dir(number)
+        return sub.model_files if sub else []
 
     def version_entries(self, number: int) -> list[str] | None:
         """Entries of the directory the backend opens for a version: ``<model>/<number>/``."""
-        for sub in self.dir.subdirs:
-            if sub.name == version_dir_name(number):
-                return sub.entries
-        return None
+        sub = self._version_dir(number)
+        return sub.entries if sub else None
+
+    def _version_dir(self, number: int) -> Subdir | None:
+        """The directory the backend opens for version ``number``."""
+        return next((sub for sub in self.dir.subdirs if sub.name == version_dir_name(number)),
+                    None)
 
     @cached_property
     def _lines(self) -> dict[str, int]:
