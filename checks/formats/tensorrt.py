@@ -34,8 +34,9 @@ HEADER_BYTES = 64 * 1024
 MAX_METADATA_BYTES = 1024 * 1024
 #: The version tokens must start within this many bytes of the engine blob.
 VERSION_SCAN_BYTES = 64
-#: Sections read from the ``ftrt`` table at most (samples have 1 or 2).
+#: Sections read from the ``ftrt`` table at most (samples have 1 or 2), and an entry's bytes.
 MAX_SECTIONS = 16
+SECTION_ENTRY_BYTES = 24
 
 FTRT = b"ftrt"
 PTRT = b"ptrt"
@@ -87,7 +88,7 @@ def _read_open_plan(handle: BinaryIO, path: str, size: int) -> ModelFile:
         found.problem = _read_container(handle, head, start, size - start, facts)
     elif head.startswith(PTRT):
         facts.container = "ptrt"
-        _read_engine(head, size - start, facts)
+        _read_engine(head, facts)
     elif prefix is None and _is_legacy(head, size):
         facts.container = "legacy"
     else:
@@ -147,11 +148,10 @@ def _read_container(
     """Fills ``facts`` from an ``ftrt`` container; returns a problem when it is truncated."""
     if len(head) >= 28:
         facts.tensorrt_version = _format_version(tuple(head[24:28]))
-    engine = _find_engine(handle, head, start)
-    if engine is not None:
-        blob, blob_size = engine
+    blob = _find_engine(handle, head, start)
+    if blob is not None:
         container_version = facts.tensorrt_version
-        _read_engine(blob, blob_size, facts)
+        _read_engine(blob, facts)
         if container_version:
             facts.tensorrt_version = container_version
     declared = _u64(head, 16)
@@ -165,32 +165,33 @@ def _read_container(
     return None
 
 
-def _sections(head: bytes) -> Iterator[tuple[bytes, int, int]]:
-    """(tag, offset, size) of each entry of the ``ftrt`` section table."""
+def _sections(head: bytes) -> Iterator[tuple[bytes, int]]:
+    """(tag, offset) of each entry of the ``ftrt`` section table; an entry is 24 bytes: the
+    tag, then at +8 the section's offset and at +16 its size (not needed here)."""
     count = _u32(head, 8) or 0
     for index in range(min(count, MAX_SECTIONS)):
-        entry = 32 + 24 * index
-        offset, length = _u64(head, entry + 8), _u64(head, entry + 16)
-        if offset is None or length is None:
-            return
-        yield head[entry : entry + 4], offset, length
+        entry = 32 + SECTION_ENTRY_BYTES * index
+        offset = _u64(head, entry + 8)
+        if offset is None or entry + SECTION_ENTRY_BYTES > len(head):
+            return  # the table is cut short
+        yield head[entry : entry + 4], offset
 
 
-def _find_engine(handle: BinaryIO, head: bytes, start: int) -> tuple[bytes, int] | None:
-    """The first bytes of the engine blob and its size, from the ``NGNE`` section."""
-    for tag, offset, length in _sections(head):
+def _find_engine(handle: BinaryIO, head: bytes, start: int) -> bytes | None:
+    """The first bytes of the engine blob, from the ``NGNE`` section."""
+    for tag, offset in _sections(head):
         if tag == ENGINE_SECTION:
             blob = _read_at(handle, start + offset, HEADER_BYTES)
             if blob.startswith(PTRT):
-                return blob, length
+                return blob
     # Unknown table layout: the engine blob is the first ``ptrt`` in the header.
     found = head.find(PTRT, 32)
     if found < 0:
         return None
-    return _read_at(handle, start + found, HEADER_BYTES), 0
+    return _read_at(handle, start + found, HEADER_BYTES)
 
 
-def _read_engine(blob: bytes, blob_size: int, facts: PlanFacts) -> None:
+def _read_engine(blob: bytes, facts: PlanFacts) -> None:
     """Fills version, device properties and serialization version from a ``ptrt`` blob."""
     facts.serialization_version = _serialization_version(blob)
     version = _find_version_tokens(blob)
