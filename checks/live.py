@@ -58,7 +58,7 @@ def collect_live(
     evidence: Evidence, request: LiveRequest, sleep: Callable[[float], None] = time.sleep
 ) -> None:
     """Fill ``evidence``'s live parts; raise Unreachable for a source the user asked for."""
-    from triton_doctor.checks import metrics, server
+    from triton_doctor.checks import server
 
     url = without_credentials(request.url)
     try:
@@ -68,7 +68,7 @@ def collect_live(
         evidence.unavailable["server"] = str(error)
         raise Unreachable(str(error)) from None
     metrics_url = request.metrics_url or metrics_url_for(url)
-    scrapes = _scrape(evidence, metrics.scrape, metrics_url, request)
+    scrapes = _scrape(evidence, metrics_url, request)
     earlier_gpu = read_gpu(evidence)
     sleep(request.window_s)
     try:
@@ -76,7 +76,7 @@ def collect_live(
     except SourceUnavailable as error:
         evidence.server.errors["second sample"] = str(error)
     if scrapes is not None:
-        _scrape(evidence, metrics.scrape, metrics_url, request)
+        _scrape(evidence, metrics_url, request)
     if earlier_gpu is not None:
         later_gpu = read_gpu(evidence)
         if later_gpu is not None:
@@ -85,10 +85,11 @@ def collect_live(
     collect_surroundings(evidence, request, url)
 
 
-def _scrape(evidence: Evidence, scrape: Callable[[str, float], MetricsScrape], url: str,
-            request: LiveRequest) -> MetricsScrape | None:
+def _scrape(evidence: Evidence, url: str, request: LiveRequest) -> MetricsScrape | None:
+    from triton_doctor.checks import metrics
+
     try:
-        result = scrape(url, request.timeout_s)
+        result = metrics.scrape(url, request.timeout_s)
     except SourceUnavailable as error:
         evidence.unavailable["metrics"] = str(error)
         evidence.metrics = None
