@@ -46,7 +46,7 @@ def run(
         repository = RepositoryView(evidence.repository, evidence.options)
         _run_static(result, static, repository)
     if asked_live:
-        view = LiveView(evidence, repository)
+        view = LiveView(evidence)
         view.static_findings = list(result.findings)
         _run_live(result, live, view)
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from triton_doctor.evidence import Evidence, ModelStats, ServerModel, ServerSample
 from triton_doctor.findings import Finding
 from triton_doctor.metrics_view import MetricsView
-
-if TYPE_CHECKING:
-    from triton_doctor.view import RepositoryView
 
 NS_PER_MS = 1_000_000
 #: The ``reason`` label of nv_inference_request_failure (since 24.07).
@@ -119,10 +116,8 @@ def _rates(before: ModelStats, after: ModelStats, window_s: float) -> ModelRates
 class LiveView:
     """The live parts of the Evidence, indexed for the rules."""
 
-    def __init__(self, evidence: Evidence, repository: RepositoryView | None = None) -> None:
+    def __init__(self, evidence: Evidence) -> None:
         self.evidence = evidence
-        #: The repository on disk, when one was given with the server (``check REPO --url``).
-        self.repository = repository
         #: The static findings on that repository (set by the engine before live rules run).
         self.static_findings: list[Finding] = []
         self.server = evidence.server
