@@ -2,8 +2,8 @@
 
 Collect only: the samples exactly as the page prints them (a counter keeps its wire name,
 ``nv_inference_count``, not prometheus_client's ``..._total``); the arithmetic lives in
-``triton_doctor.metrics_view``. ``requests`` and ``prometheus_client`` are imported inside the
-functions, because ``check`` without ``--url`` must not pay for them.
+``triton_doctor.metrics_view``. ``requests`` (through ``checks.http``) and ``prometheus_client``
+are imported inside the functions, because ``check`` without ``--url`` must not pay for them.
 """
 
 from __future__ import annotations
@@ -11,14 +11,20 @@ from __future__ import annotations
 import re
 import socket
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from http.client import IncompleteRead
 
+from triton_doctor.checks.http import (
+    ClientError,
+    ConnectionFailed,
+    TimedOut,
+    TooLarge,
+    TooSlow,
+    causes,
+    fetch,
+    open_session,
+)
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.evidence import MetricSample, MetricsScrape
-
-if TYPE_CHECKING:
-    import requests
 
 #: A bigger page is refused rather than read: Triton's page for a thousand models is ~3 MiB.
 MAX_PAGE_BYTES = 64 * 1024 * 1024
@@ -110,44 +116,45 @@ def scrape(url: str, timeout: float) -> MetricsScrape:
     would judge nothing and say all is well). A page with some bad lines is a scrape: the good
     samples are kept and ``bad_lines`` says how many were skipped.
     """
-    import requests
-    import urllib3
-
     at = time.time()
-    deadline = time.monotonic() + timeout
-    session = requests.Session()
-    # Straight to the server, as checks.server does: a proxy from the environment meant for
-    # the internet would swallow in-cluster calls.
-    session.trust_env = False
     try:
-        with session, session.get(
-            url, timeout=(timeout, timeout), stream=True,
-            headers={"Accept": "text/plain;version=0.0.4"},
-        ) as response:
-            body = _read_body(url, response, timeout, deadline)
-            if response.status_code != 200:
-                snippet = " ".join(body[:200].decode("utf-8", "replace").split())
-                hint = " (Triton serves them at /metrics)" if response.status_code == 404 else ""
-                raise SourceUnavailable(
-                    f"metrics endpoint {url} answered HTTP {response.status_code}{hint}: "
-                    f"{snippet or '(empty body)'}"
-                )
-            content_type = response.headers.get("Content-Type", "")
-    except requests.exceptions.ConnectTimeout:
+        with open_session() as session:
+            # A redirect is followed, as requests does by default (the server's API calls
+            # are not: there a redirect is an answer).
+            answer = fetch(session, url, timeout=timeout, max_bytes=MAX_PAGE_BYTES,
+                           headers={"Accept": "text/plain;version=0.0.4"}, follow_redirects=True)
+    except TooLarge as failure:
+        raise SourceUnavailable(_too_large(url, failure.size)) from None
+    except TooSlow as failure:
         raise SourceUnavailable(
-            f"metrics endpoint {url}: no connection within {timeout:g} s; check the host, the "
-            "port (--metrics-port, default 8002) and any firewall in between"
+            f"metrics endpoint {url} sent only {failure.size} bytes of its page in {timeout:g} s; "
+            "is the server overloaded?"
         ) from None
-    except (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError):
+    except TimedOut as failure:
+        if failure.connecting:
+            raise SourceUnavailable(
+                f"metrics endpoint {url}: no connection within {timeout:g} s; check the host, "
+                "the port (--metrics-port, default 8002) and any firewall in between"
+            ) from None
         raise SourceUnavailable(
             f"metrics endpoint {url} accepted the connection but sent no page within "
             f"{timeout:g} s; is the server overloaded, or is this port something else?"
         ) from None
-    except (requests.exceptions.ConnectionError, urllib3.exceptions.HTTPError) as error:
-        raise SourceUnavailable(f"metrics endpoint {url}: {_connection_problem(error)}") from None
-    except requests.exceptions.RequestException as error:
-        raise SourceUnavailable(f"metrics endpoint {url}: {error}") from None
+    except ConnectionFailed as failure:
+        raise SourceUnavailable(
+            f"metrics endpoint {url}: {_connection_problem(failure.error)}") from None
+    except ClientError as failure:
+        raise SourceUnavailable(f"metrics endpoint {url}: {failure.error}") from None
 
+    body = answer.body
+    if answer.status != 200:
+        snippet = " ".join(body[:200].decode("utf-8", "replace").split())
+        hint = " (Triton serves them at /metrics)" if answer.status == 404 else ""
+        raise SourceUnavailable(
+            f"metrics endpoint {url} answered HTTP {answer.status}{hint}: "
+            f"{snippet or '(empty body)'}"
+        )
+    content_type = answer.headers.get("Content-Type", "")
     text = body.decode("utf-8", "replace")
     result = parse_metrics(text, at)
     if not result.samples and result.bad_lines:
@@ -166,43 +173,16 @@ def scrape(url: str, timeout: float) -> MetricsScrape:
     return result
 
 
-def _read_body(url: str, response: requests.Response, timeout: float, deadline: float) -> bytes:
-    """The body, refused past MAX_PAGE_BYTES and given up at ``deadline``.
-
-    ``read1`` returns what one wait for data brings; ``iter_content`` would block until a
-    whole chunk had trickled in, however long that took.
-    """
-    declared = response.headers.get("Content-Length", "")
-    if declared.isdigit() and int(declared) > MAX_PAGE_BYTES:
-        raise SourceUnavailable(_too_large(url, int(declared)))
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := response.raw.read1(1 << 16, decode_content=True):
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_PAGE_BYTES:
-            raise SourceUnavailable(_too_large(url, size))
-        if time.monotonic() > deadline:
-            raise SourceUnavailable(
-                f"metrics endpoint {url} sent only {size} bytes of its page in {timeout:g} s; "
-                "is the server overloaded?"
-            )
-    return b"".join(chunks)
-
-
 def _connection_problem(error: BaseException) -> str:
     """The cause in words: requests nests it in urllib3's errors, several levels down."""
-    import http.client
-
-    causes = list(_causes(error))
-    if any(isinstance(cause, ConnectionRefusedError) for cause in causes):
+    wrapped = list(causes(error))
+    if any(isinstance(cause, ConnectionRefusedError) for cause in wrapped):
         return ("connection refused; is tritonserver running with --allow-metrics=true on this "
                 "port? (--metrics-port, default 8002)")
-    for cause in causes:
+    for cause in wrapped:
         if isinstance(cause, socket.gaierror):
             return f"host name not found ({cause.strerror})"
-    if any(isinstance(cause, (ConnectionResetError, http.client.IncompleteRead))
-           for cause in causes):
+    if any(isinstance(cause, (ConnectionResetError, IncompleteRead)) for cause in wrapped):
         return "the connection closed before the page was complete"
     return f"cannot read the page: {error}"
 
@@ -212,18 +192,3 @@ def _too_large(url: str, size: int) -> str:
         f"metrics endpoint {url}: the page is over {MAX_PAGE_BYTES // (1 << 20)} MiB "
         f"({size} bytes read or declared); refused, as no Triton page is that large"
     )
-
-
-def _causes(error: BaseException) -> Iterator[BaseException]:
-    """The error and everything it wraps (requests wraps urllib3, which wraps the OSError)."""
-    seen: set[int] = set()
-    stack = [error]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        wrapped = (current.__cause__, current.__context__, getattr(current, "reason", None),
-                   *current.args)
-        stack.extend(item for item in wrapped if isinstance(item, BaseException))

@@ -24,6 +24,16 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
+from triton_doctor.checks.http import (
+    ClientError,
+    Failure,
+    TimedOut,
+    TooLarge,
+    TooSlow,
+    causes,
+    fetch,
+    open_session,
+)
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import DEFAULT_PORTS, NOT_A_URL, split_url
 from triton_doctor.evidence import ModelStats, ServerEvidence, ServerModel, ServerSample, ShmRegion
@@ -62,19 +72,12 @@ class _Api:
     """
 
     def __init__(self, url: str, timeout: float) -> None:
-        import requests
-        import urllib3.exceptions
-
         address, scheme = normalize_url(url)
         self.url = f"{scheme}://{address}"
         self.timeout = timeout
         self.answered = False
-        self._requests = requests
-        self._urllib3 = urllib3.exceptions
-        self._session = requests.Session()
-        # Like tritonclient, talk to the server directly: an HTTP_PROXY meant for the internet
-        # would swallow in-cluster calls (and no .netrc credentials go out either).
-        self._session.trust_env = False
+        # Like tritonclient, talk to the server directly (no proxy from the environment).
+        self._session = open_session()
 
     def __enter__(self) -> _Api:
         return self
@@ -89,39 +92,28 @@ class _Api:
 
     def call(self, method: str, path: str) -> tuple[int, bytes]:
         """(status, body) of one request; the body is cut off once ``timeout`` has passed."""
-        deadline = time.monotonic() + self.timeout
         try:
-            with self._session.request(
-                method, self.url + path, data=b"" if method == "POST" else None,
-                timeout=(self.timeout, self.timeout), stream=True, allow_redirects=False,
-            ) as response:
-                body = bytearray()
-                # read1, not iter_content: its reads wait for a whole block, however slowly
-                # the bytes come, and the deadline would only be checked after each block.
-                while chunk := response.raw.read1(64 * 1024, decode_content=True):
-                    body += chunk
-                    if len(body) > MAX_BODY_BYTES:
-                        raise _NoAnswer(f"an answer over {MAX_BODY_BYTES >> 20} MiB")
-                    if time.monotonic() > deadline:
-                        raise _NoAnswer(f"the answer took over {self.timeout:g} s")
-                status = response.status_code
-        except (self._requests.RequestException, self._urllib3.HTTPError) as error:
-            why = self._why(error)
-        except _NoAnswer as error:
-            why = str(error)
+            answer = fetch(self._session, self.url + path, method=method, timeout=self.timeout,
+                           max_bytes=MAX_BODY_BYTES)
+        except Failure as failure:
+            why = self._why(failure)
         else:
             self.answered = True
-            return status, bytes(body)
+            return answer.status, answer.body
         if not self.answered:
             raise SourceUnavailable(f"cannot reach tritonserver at {self.url}: {why}; {HINT}")
         raise _NoAnswer(why)
 
-    def _why(self, error: BaseException) -> str:
+    def _why(self, failure: Failure) -> str:
         """The cause in words: requests nests it in urllib3's errors, several levels down."""
-        if isinstance(error, (self._requests.Timeout, self._urllib3.TimeoutError)):
+        if isinstance(failure, TooLarge):
+            return f"an answer over {MAX_BODY_BYTES >> 20} MiB"
+        if isinstance(failure, TooSlow):
+            return f"the answer took over {self.timeout:g} s"
+        if isinstance(failure, TimedOut):
             return f"no answer within {self.timeout:g} s"
-        causes = [error]
-        for cause in causes:
+        error = failure.error if isinstance(failure, ClientError) else failure
+        for cause in causes(error):
             if isinstance(cause, ConnectionRefusedError):
                 return "connection refused"
             if isinstance(cause, socket.gaierror):
@@ -134,9 +126,6 @@ class _Api:
                 return "the answer is not HTTP"
             if isinstance(cause, ssl.SSLError):
                 return f"TLS failed ({cause.reason or cause})"
-            nested = [cause.__cause__, cause.__context__, getattr(cause, "reason", None),
-                      *cause.args]
-            causes.extend(c for c in nested if isinstance(c, BaseException) and c not in causes)
         return str(error)
 
 
