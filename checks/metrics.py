@@ -13,7 +13,7 @@ import socket
 import time
 from http.client import IncompleteRead
 
-from triton_doctor.checks.http import (
+from triton_doctor.checks.fetch import (
     ClientError,
     ConnectionFailed,
     TimedOut,

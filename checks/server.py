@@ -24,7 +24,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
-from triton_doctor.checks.http import (
+from triton_doctor.checks.fetch import (
     ClientError,
     Failure,
     TimedOut,

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from triton_doctor.checks.http import (
+from triton_doctor.checks.fetch import (
     Answer,
     ClientError,
     ConnectionFailed,
