@@ -14,6 +14,7 @@ from triton_doctor import __version__, model_config, profiles
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
+from triton_doctor.flag_types import count, seconds
 from triton_doctor.registry import all_rules, describe, find_rule, select_rules
 from triton_doctor.settings import Settings, load_settings
 
@@ -99,8 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the model repository the server serves (adds the static rules)")
     _add_live_options(watch, required=False)
     watch.add_argument(
-        "--interval", type=float, default=1.0, metavar="SECONDS",
-        help="time between polls (default 1); a poll never starts before the last one ended",
+        "--interval", type=seconds(0.1, 86400), default=1.0, metavar="SECONDS",
+        help="time between polls, 0.1 to 86400 (default 1); a poll never starts before the "
+        "last one ended",
     )
     watch.add_argument("--snapshot", metavar="FILE", help="replay Evidence saved by "
                        "`triton-doctor snapshot` or the s key, instead of polling")
@@ -133,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("model_dir", help="path to one model directory of a repository")
     config.add_argument(
-        "--gpus", type=int, default=1, metavar="N",
-        help="GPUs on the serving machine, for instance groups (default 1; 0 for CPU-only)",
+        "--gpus", type=count(0, 1024), default=1, metavar="N",
+        help="GPUs on the serving machine, for instance groups, 0 to 1024 (default 1; 0 for "
+        "CPU-only)",
     )
     config.add_argument(
         "--disable-auto-complete-config", action="store_true",
@@ -172,12 +175,13 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool) -> None:
         help="its Prometheus endpoint (default: the --url host, port 8002, /metrics)",
     )
     parser.add_argument(
-        "--window", type=float, default=5.0, metavar="SECONDS",
-        help="time between the two samples rates are computed from (default 5)",
+        "--window", type=seconds(0, 3600), default=5.0, metavar="SECONDS",
+        help="time between the two samples rates are computed from, 0 to 3600 (default 5)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=5.0, metavar="SECONDS",
-        help="limit for every request to a live source (default 5)",
+        "--timeout", type=seconds(0, 3600, low_excluded=True), default=5.0, metavar="SECONDS",
+        help="limit for every request to a live source, more than 0 and at most 3600 "
+        "(default 5)",
     )
     parser.add_argument("--log", metavar="FILE", help="the server's log file")
     parser.add_argument(
