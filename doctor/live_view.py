@@ -38,6 +38,8 @@ THRESHOLDS: dict[str, float] = {
     "gpu-memory": 0.9,
     "dev-shm": 0.9,
 }
+#: The thresholds that are shares of a whole, so 0 to 1 (the others are counts, times, ratios).
+SHARES = frozenset({"queue-share", "batch-efficiency", "failure-rate", "gpu-memory", "dev-shm"})
 
 
 @dataclass(frozen=True)

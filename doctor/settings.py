@@ -14,19 +14,37 @@ Command-line flags win over the file. Example::
     rules = ["TD217"]
     models = ["video_*"]
     reason = "video models take a variable number of frames first"
+
+Which file applies: the one given with ``--config``; else the nearest ``.triton-doctor.toml``
+(or ``pyproject.toml`` with ``[tool.triton-doctor]``) in the repository's directory or above it,
+up to and including the project root: the nearest directory, from the repository up, holding
+``.git`` (a directory or a file), ``.hg`` or a ``pyproject.toml``. Nothing above the project root
+is looked at, and with no project root at all only the repository's own directory is: a file in
+a shared directory (``/tmp``, a home directory without a VCS) could otherwise switch every rule
+off for every repository under it, unseen. The file that applied is named in every report.
+
+Every value is checked for its type and range: a malformed file is a usage error (exit 2) that
+names the file and the key, never a traceback, and never a half-applied file.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
 from triton_doctor.registry import key_matches
+from triton_doctor.safe_files import read_file
 
 FILE_NAME = ".triton-doctor.toml"
+#: A settings file is a few hundred bytes: a larger one is refused, not read into memory whole.
+MAX_SETTINGS_BYTES = 1024 * 1024
+#: What marks a project root: settings discovery stops there (see the module docstring).
+PROJECT_MARKERS = (".git", ".hg", "pyproject.toml")
 KEYS = {
     "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
     "triton-version", "gpu", "backends", "thresholds",
@@ -69,8 +87,11 @@ class Settings:
 
 
 def find_settings_file(start: Path) -> tuple[Path, bool] | None:
-    """(path, is pyproject) of the nearest settings file at ``start`` or above it."""
-    for directory in [start, *start.parents]:
+    """(path, is pyproject) of the nearest settings file from ``start`` up to its project root,
+    or in ``start`` alone when no directory above it is a project root."""
+    directories = [start, *start.parents]
+    root = next((i for i, d in enumerate(directories) if _is_project_root(d)), 0)
+    for directory in directories[: root + 1]:
         own = directory / FILE_NAME
         if _is_file(own):
             return own, False
@@ -78,6 +99,16 @@ def find_settings_file(start: Path) -> tuple[Path, bool] | None:
         if _is_file(pyproject) and "[tool.triton-doctor]" in _read(pyproject):
             return pyproject, True
     return None
+
+
+def _is_project_root(directory: Path) -> bool:
+    for marker in PROJECT_MARKERS:
+        try:
+            if (directory / marker).exists():
+                return True
+        except OSError:  # an unreadable directory on the way: not known to be one
+            continue
+    return False
 
 
 def _is_file(path: Path) -> bool:
@@ -107,47 +138,92 @@ def load_settings(explicit: str | None, start: Path) -> Settings:
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"{path}: not valid TOML: {error}") from None
     if is_pyproject:
-        data = data.get("tool", {}).get("triton-doctor", {})
+        data = _table(_table(data, "tool", "[tool]", path), "triton-doctor",
+                      "[tool.triton-doctor]", path)
     return _parse(data, str(path))
 
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_file(path, MAX_SETTINGS_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise SettingsError(f"{path}: cannot be read: {error}") from None
 
 
 def _parse(data: dict[str, Any], source: str) -> Settings:
-    unknown = sorted(set(data) - KEYS)
-    if unknown:
-        raise SettingsError(
-            f"{source}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(KEYS))}"
-        )
-    settings = Settings(
+    _no_unknown(data, KEYS, "setting", source)
+    fail_on = _optional_string(data, "fail-on", source)
+    if fail_on not in (None, "error", "warning", "info"):
+        raise SettingsError(f"{source}: fail-on must be \"error\", \"warning\" or \"info\", "
+                            f"not {fail_on!r}")
+    auto_complete = data.get("disable-auto-complete-config", False)
+    if not isinstance(auto_complete, bool):
+        raise SettingsError(f"{source}: disable-auto-complete-config must be true or false, "
+                            f"not {_kind(auto_complete)}")
+    return Settings(
         select=_strings(data, "select", source),
         ignore=_strings(data, "ignore", source),
-        fail_on=str(data.get("fail-on", "error")),
-        disable_auto_complete_config=bool(data.get("disable-auto-complete-config", False)),
-        model_config_name=data.get("model-config-name"),
+        fail_on=fail_on or "error",
+        disable_auto_complete_config=auto_complete,
+        model_config_name=_optional_string(data, "model-config-name", source),
         triton_version=_optional_string(data, "triton-version", source),
         gpu=_optional_string(data, "gpu", source),
         backends=_strings(data, "backends", source),
         thresholds=_thresholds(data, source),
+        waivers=_waivers(data, source),
         source=source,
     )
-    if settings.fail_on not in ("error", "warning", "info"):
-        raise SettingsError(f"{source}: fail-on must be error, warning or info")
-    for index, entry in enumerate(data.get("waive", [])):
+
+
+def _waivers(data: dict[str, Any], source: str) -> list[ModelWaiver]:
+    entries = data.get("waive", [])
+    if not isinstance(entries, list):
+        raise SettingsError(f"{source}: waive must be an array of tables ([[waive]] entries), "
+                            f"not {_kind(entries)}")
+    waivers = []
+    for index, entry in enumerate(entries):
         where = f"{source}: waive #{index + 1}"
-        if not isinstance(entry, dict) or not str(entry.get("reason", "")).strip():
-            raise SettingsError(f"{where} needs a reason")
+        if not isinstance(entry, dict):
+            raise SettingsError(f"{where} must be a table with rules, models and a reason, "
+                                f"not {_kind(entry)}")
+        _no_unknown(entry, {"rules", "models", "reason"}, "key", where)
+        reason = entry.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise SettingsError(f"{where} needs a reason (a non-empty string)")
         rules = _strings(entry, "rules", where)
         if not rules:
             raise SettingsError(f"{where} names no rules")
         models = _strings(entry, "models", where) or ["*"]
-        settings.waivers.append(ModelWaiver(tuple(rules), tuple(models), str(entry["reason"])))
-    return settings
+        waivers.append(ModelWaiver(tuple(rules), tuple(models), reason))
+    return waivers
+
+
+def _table(data: dict[str, Any], key: str, name: str, path: Path) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise SettingsError(f"{path}: {name} must be a table, not {_kind(value)}; write it as "
+                            f"{name} with key = value lines under it")
+    return value
+
+
+def _no_unknown(table: dict[str, Any], known: set[str] | dict[str, Any], what: str,
+                where: str) -> None:
+    """A misspelt key is an error, not silently ignored: say which, and the likely one."""
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        named = []
+        for key in unknown:
+            close = get_close_matches(key, list(known), n=1)
+            named.append(f"{key} (did you mean {close[0]}?)" if close else key)
+        raise SettingsError(f"{where}: unknown {what}(s) {', '.join(named)}; known: "
+                            f"{', '.join(sorted(known))}")
+
+
+def _kind(value: Any) -> str:
+    """A TOML value's type in TOML's words, for messages."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string",
+             list: "an array", dict: "a table"}
+    return kinds.get(type(value), f"a {type(value).__name__}")
 
 
 def _strings(data: dict[str, Any], key: str, where: str) -> list[str]:
@@ -155,29 +231,31 @@ def _strings(data: dict[str, Any], key: str, where: str) -> list[str]:
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise SettingsError(f"{where}: {key} must be a list of strings")
+        raise SettingsError(f"{where}: {key} must be a list of strings (ids, id prefixes or "
+                            f"names, as in [\"TD2\", \"invalid-dims\"]), not {_kind(value)}")
     return value
 
 
 def _optional_string(data: dict[str, Any], key: str, where: str) -> str | None:
     value = data.get(key)
     if value is not None and not isinstance(value, str):
-        raise SettingsError(f"{where}: {key} must be a string")
+        raise SettingsError(f"{where}: {key} must be a string, not {_kind(value)}")
     return value
 
 
 def _thresholds(data: dict[str, Any], where: str) -> dict[str, float]:
-    from triton_doctor.live_view import THRESHOLDS
+    from triton_doctor.live_view import SHARES, THRESHOLDS
 
     table = data.get("thresholds", {})
     if not isinstance(table, dict):
-        raise SettingsError(f"{where}: thresholds must be a table")
-    unknown = sorted(set(table) - set(THRESHOLDS))
-    if unknown:
-        raise SettingsError(
-            f"{where}: unknown threshold(s) {', '.join(unknown)}; known: "
-            f"{', '.join(sorted(THRESHOLDS))}"
-        )
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in table.values()):
-        raise SettingsError(f"{where}: thresholds must be numbers")
+        raise SettingsError(f"{where}: thresholds must be a table ([thresholds] with name = "
+                            f"number lines), not {_kind(table)}")
+    _no_unknown(table, THRESHOLDS, "threshold", where)
+    for key, value in table.items():
+        high = 1.0 if key in SHARES else math.inf
+        if (not isinstance(value, (int, float)) or isinstance(value, bool)
+                or not (math.isfinite(value) and 0 <= value <= high)):
+            bounds = "0 to 1 (a share)" if key in SHARES else "0 or more, finite"
+            raise SettingsError(f"{where}: thresholds.{key} must be a number, {bounds}; not "
+                                f"{value!r} (the default is {THRESHOLDS[key]:g})")
     return {key: float(value) for key, value in table.items()}

@@ -11,6 +11,9 @@ NO_BATCHER = GOOD_CONFIG.replace("dynamic_batching { max_queue_delay_microsecond
 
 
 def _project(tmp_path: Path, settings: str, name: str = ".triton-doctor.toml") -> Path:
+    """A project (its root holds .git) with the settings file at its root, above the repository:
+    outside a project that file would not apply."""
+    (tmp_path / ".git").mkdir(exist_ok=True)
     (tmp_path / name).write_text(settings)
     repo = tmp_path / "model_repository"
     write_model(repo, "video_encoder", ZERO_DIM)
