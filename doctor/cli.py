@@ -15,10 +15,17 @@ from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.flag_types import count, seconds
+from triton_doctor.printable import printable
 from triton_doctor.registry import all_rules, describe, find_rule, select_rules
 from triton_doctor.settings import Settings, load_settings
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+
+def _say(message: object) -> None:
+    """A message on stderr; what it quotes from outside (paths, server replies, reasons)
+    is escaped so that it cannot drive the terminal or pass for another line."""
+    print(f"triton-doctor: {printable(str(message))}", file=sys.stderr)
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
@@ -218,7 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _watch(args)
         return _explain(args)
     except model_config.SchemaUnavailable as error:
-        print(f"triton-doctor: {error}", file=sys.stderr)
+        _say(error)
         return EXIT_USAGE
     except BrokenPipeError:
         return EXIT_OK
@@ -239,10 +246,10 @@ def _check(args: argparse.Namespace) -> int:
         rules = select_rules(select, [*settings.ignore, *_split(args.ignore)])
         evidence = _gather(args, settings)
     except ValueError as error:  # SettingsError too
-        print(f"triton-doctor: {error}", file=sys.stderr)
+        _say(error)
         return EXIT_USAGE
     except _Stop as stop:
-        print(f"triton-doctor: {stop}", file=sys.stderr)
+        _say(stop)
         return stop.code
     def judge(evidence: Evidence) -> Result:
         return run(evidence, rules, settings.waivers, settings.source or "settings")
@@ -254,24 +261,20 @@ def _check(args: argparse.Namespace) -> int:
             result = browse(evidence, judge, args,
                             args.model_config_name or settings.model_config_name)
         except ValueError as error:
-            print(f"triton-doctor: {error}", file=sys.stderr)
+            _say(error)
             return EXIT_USAGE
     else:
         result = judge(evidence)
     for skipped in result.skipped:
         if skipped.internal:
-            print(
-                f"triton-doctor: {skipped.rule} on {skipped.model or 'the repository'}: "
-                f"{skipped.reason}",
-                file=sys.stderr,
-            )
+            _say(f"{skipped.rule} on {skipped.model or 'the repository'}: {skipped.reason}")
     code = _exit_code(result, Severity.parse(args.fail_on or settings.fail_on), args.exit_zero)
     if args.tui:
         return code
     if args.format == "json":
         from triton_doctor.report import json_report
 
-        sys.stdout.write(json_report.render(result, _target(args, evidence), code))
+        sys.stdout.write(json_report.render(result, _target(args, evidence, settings), code))
     elif args.format == "sarif":
         from triton_doctor.report import sarif
 
@@ -284,12 +287,15 @@ def _check(args: argparse.Namespace) -> int:
         )
         sys.stdout.write(text.render(
             result, colour=colour,
-            repository=evidence.repository.path if evidence.repository else None))
+            repository=evidence.repository.path if evidence.repository else None,
+            settings=settings.source))
     return code
 
 
-def _target(args: argparse.Namespace, evidence: Evidence) -> dict[str, str]:
+def _target(args: argparse.Namespace, evidence: Evidence, settings: Settings) -> dict[str, str]:
     target = {}
+    if settings.source:
+        target["settings"] = settings.source
     if evidence.repository is not None:
         target["repository"] = evidence.repository.path
     if evidence.server is not None:
@@ -370,19 +376,18 @@ def _snapshot(args: argparse.Namespace) -> int:
         evidence = _gather(args, settings)
         snapshot.write(evidence, args.output)
     except ValueError as error:
-        print(f"triton-doctor: {error}", file=sys.stderr)
+        _say(error)
         return EXIT_USAGE
     except OSError as error:
-        print(f"triton-doctor: cannot write {args.output}: {error.strerror or error}",
-              file=sys.stderr)
+        _say(f"cannot write {args.output}: {error.strerror or error}")
         return EXIT_USAGE
     except _Stop as stop:
-        print(f"triton-doctor: {stop}", file=sys.stderr)
+        _say(stop)
         return stop.code
     parts = [part for part in ("repository", "server", "metrics", "gpu", "container", "host",
                                "log") if getattr(evidence, part) is not None]
-    print(f"triton-doctor: wrote {args.output} ({', '.join(parts)}; unavailable: "
-          f"{', '.join(evidence.unavailable) or 'none'})", file=sys.stderr)
+    _say(f"wrote {args.output} ({', '.join(parts)}; unavailable: "
+         f"{', '.join(evidence.unavailable) or 'none'})")
     return EXIT_OK
 
 
@@ -407,10 +412,10 @@ def _watch(args: argparse.Namespace) -> int:
 
         return watch(args, judge)
     except ValueError as error:  # SettingsError, ProfileError, SnapshotError too
-        print(f"triton-doctor: {error}", file=sys.stderr)
+        _say(error)
         return EXIT_USAGE
     except _Stop as stop:
-        print(f"triton-doctor: {stop}", file=sys.stderr)
+        _say(stop)
         return stop.code
 
 
@@ -420,19 +425,19 @@ def _config(args: argparse.Namespace) -> int:
 
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
-        print(f"triton-doctor: {model_dir}: not a model directory", file=sys.stderr)
+        _say(f"{model_dir}: not a model directory")
         return EXIT_USAGE
     try:
         options = target_options(args, None, None, [], args.disable_auto_complete_config)
         repository = collect_repository(model_dir.absolute().parent)
     except (TargetError, profiles.ProfileError) as error:
-        print(f"triton-doctor: {error}", file=sys.stderr)
+        _say(error)
         return EXIT_USAGE
     evidence = Evidence(repository=repository, options=options)
     text, refusals = render_effective(evidence, model_dir.absolute().name, args.gpus)
     sys.stdout.write(text)
     for refusal in refusals:
-        print(f"triton-doctor: the server would refuse this model: {refusal}", file=sys.stderr)
+        _say(f"the server would refuse this model: {refusal}")
     return EXIT_FINDINGS if refusals else EXIT_OK
 
 
@@ -455,10 +460,7 @@ def _rules(args: argparse.Namespace) -> int:
 def _explain(args: argparse.Namespace) -> int:
     candidate = find_rule(args.rule)
     if candidate is None:
-        print(
-            f"triton-doctor: no rule {args.rule!r}; `triton-doctor rules` lists them",
-            file=sys.stderr,
-        )
+        _say(f"no rule {args.rule!r}; `triton-doctor rules` lists them")
         return EXIT_USAGE
     print(f"{candidate.id} {candidate.name} ({candidate.severity}): {candidate.title}\n")
     print(candidate.doc)

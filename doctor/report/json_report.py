@@ -8,6 +8,7 @@ from typing import Any
 from triton_doctor import __version__
 from triton_doctor.engine import Result
 from triton_doctor.findings import Finding, Severity
+from triton_doctor.printable import json_printable
 
 REPORT_SCHEMA = "triton-doctor/report/v1"
 
@@ -56,4 +57,4 @@ def render(result: Result, target: dict[str, Any], exit_code: int) -> str:
         "suppressed": [{**finding_dict(s.finding), "reason": s.reason} for s in result.suppressed],
         "summary": {**summary(result), "exit_code": exit_code},
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_printable(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"

@@ -9,6 +9,7 @@ from typing import Any
 from triton_doctor import __version__
 from triton_doctor.engine import Result
 from triton_doctor.findings import Finding, Severity
+from triton_doctor.printable import json_printable
 from triton_doctor.registry import Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -67,4 +68,4 @@ def render(result: Result, rules: list[Rule], base: str) -> str:
             }
         ],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return json_printable(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"

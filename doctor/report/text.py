@@ -1,4 +1,12 @@
-"""The text report: grouped by model, the fix under each finding, fits 100 columns."""
+"""The text report: grouped by model, the fix under each finding, fits 100 columns.
+
+Every line is the reporter's own: a model's header starts at column 0 (its name quoted when
+it begins or ends with white space), a finding at column 2 with its severity, and everything
+else under the finding at column 10. Text from outside is escaped before it is placed
+(``printable``), so it cannot drive the terminal or start a line; the newlines a message,
+a server's reason or a fix holds on purpose (a traceback, a config block) become lines
+indented under the finding, never a line that passes for a header or a finding.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ from itertools import groupby
 
 from triton_doctor.engine import Result
 from triton_doctor.findings import Finding, Severity
+from triton_doctor.printable import printable
 from triton_doctor.report.json_report import summary
 
 WIDTH = 100
@@ -24,7 +33,7 @@ class Style:
 
 def _wrap(label: str, text: str) -> list[str]:
     lines: list[str] = []
-    for index, paragraph in enumerate(text.splitlines() or [""]):
+    for index, paragraph in enumerate(printable(text.rstrip("\n"), keep_newlines=True).split("\n")):
         first = INDENT + (label if index == 0 else " " * len(label))
         lines.extend(
             textwrap.wrap(
@@ -46,19 +55,30 @@ def _where(finding: Finding, model_path: str | None) -> str:
         path = path[len(model_path) + 1 :]
     elif model_path and path == model_path:
         path = ""
+    path = printable(path)
     return f"{path}:{finding.location.line}" if path and finding.location.line else path
 
 
-def render(result: Result, colour: bool = False, repository: str | None = None) -> str:
+def _label(model: str) -> str:
+    """A model's name for its header: quoted when white space would hide where it begins or
+    ends (a name "  error ..." would pass for a finding)."""
+    shown = printable(model)
+    return f'"{shown}"' if shown[0].isspace() or shown[-1].isspace() else shown
+
+
+def render(result: Result, colour: bool = False, repository: str | None = None,
+           settings: str | None = None) -> str:
     """``repository``: the path the findings' paths begin with, under which each model's
-    directory heads its findings."""
+    directory heads its findings. ``settings``: the settings file that applied, named first,
+    since it can select, ignore and waive rules."""
     style = Style(colour)
-    out: list[str] = []
+    out: list[str] = [f"settings: {printable(settings)}"] if settings else []
     for model, group in groupby(result.findings, key=lambda f: f.model):
         findings = list(group)
         model_path = _model_path(model, findings, repository)
-        label = model or ("(server)" if findings[0].rule[2] in "678" else "(repository)")
-        out.append(style(label, "1") + (f"  {model_path}" if model_path else ""))
+        label = _label(model) if model else (
+            "(server)" if findings[0].rule[2] in "678" else "(repository)")
+        out.append(style(label, "1") + (f"  {printable(model_path)}" if model_path else ""))
         for finding in findings:
             severity = f"{finding.severity!s:<8}"
             head = f"  {style(severity, COLOURS[finding.severity])}{finding.rule} {finding.name}"

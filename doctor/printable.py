@@ -1,0 +1,46 @@
+"""Text from outside (directory names, config strings, server reasons and error bodies, log
+lines) made safe to show on a terminal.
+
+A repository under review, a server and a log are untrusted: their text must not retitle or
+clear the terminal (ESC, BEL, CSI), move the cursor back over a line (CR, BS), reorder what the
+reader sees (bidi overrides and isolates, U+202A-U+202E, U+2066-U+2069, and the marks
+U+061C, U+200E, U+200F), or start a line of its own (LF, VT, FF, NEL, U+2028, U+2029) that
+passes for one the tool wrote. Each such character is shown as a visible escape instead (``\\n``,
+``\\r``, ``\\t``, ``\\x1b``, ``\\u202e``), as are lone surrogates (the undecodable bytes of a
+non-UTF-8 file name), which no terminal encoding can write. Backslashes stay as they are:
+the escapes are for the reader, not a format to decode.
+
+Front-ends escape each piece of outside text where it goes in (never their own output, whose
+newlines and colours are theirs).
+"""
+
+from __future__ import annotations
+
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+_UNSAFE = (*range(0x20), *range(0x7F, 0xA0), *_BIDI, 0x2028, 0x2029, *range(0xD800, 0xE000))
+_NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
+
+
+def _escape(code: int) -> str:
+    return _NAMED.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+_ONE_LINE = {code: _escape(code) for code in _UNSAFE}
+_LINES = {code: escaped for code, escaped in _ONE_LINE.items() if code != 0x0A}
+#: What JSON (written with ensure_ascii=False) leaves raw, as JSON's own \\u escapes.
+_JSON = {code: f"\\u{code:04x}" for code in _UNSAFE if code >= 0x7F}
+
+
+def printable(text: str, keep_newlines: bool = False) -> str:
+    """``text`` with every character that acts on a terminal escaped; ``keep_newlines`` keeps
+    LF as a line break, for text of several lines (a server's traceback), whose lines the
+    caller then indents under its own."""
+    return text.translate(_LINES if keep_newlines else _ONE_LINE)
+
+
+def json_printable(document: str) -> str:
+    """A JSON document written with ``ensure_ascii=False`` with the characters JSON leaves
+    raw that a terminal would act on (C1 controls, bidi controls, line separators, lone
+    surrogates) as ``\\uXXXX``: equal JSON, safe to print. Outside strings JSON text holds
+    none of them, so each one is inside a string, where the escape means the same."""
+    return document.translate(_JSON)
