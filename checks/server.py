@@ -36,7 +36,15 @@ from triton_doctor.checks.fetch import (
 )
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import DEFAULT_PORTS, NOT_A_URL, split_url
-from triton_doctor.evidence import ModelStats, ServerEvidence, ServerModel, ServerSample, ShmRegion
+from triton_doctor.evidence import (
+    MAX_JSON_DEPTH,
+    ModelStats,
+    ServerEvidence,
+    ServerModel,
+    ServerSample,
+    ShmRegion,
+    too_deep,
+)
 
 #: Answers are small JSON documents; past this the peer is not a tritonserver.
 MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -264,6 +272,10 @@ def _configs(api: _Api, evidence: ServerEvidence,
         config = _parse(endpoint, status, body, evidence.errors)
         if config is not None and not isinstance(config, dict):
             _unexpected(evidence.errors, endpoint, config)
+            config = None
+        elif config is not None and too_deep(config):  # no real one is; snapshots could not hold it
+            evidence.errors[endpoint] = (f"the config served is nested deeper than "
+                                         f"{MAX_JSON_DEPTH} levels; not kept")
             config = None
         for model in evidence.models:
             if model.name == name and model.state == "READY":

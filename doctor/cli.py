@@ -320,6 +320,12 @@ def _gather(args: argparse.Namespace, settings: Settings, live: bool = True) -> 
             raise _Stop(EXIT_USAGE, "--snapshot judges a saved snapshot; give it alone")
         evidence = snapshot.read(args.snapshot)
         evidence.options = _merged(evidence.options, options, args, settings)
+        try:
+            profiles.find_release(evidence.options.triton_version)
+        except profiles.ProfileError as error:
+            raise _Stop(EXIT_USAGE, f"{args.snapshot}: the snapshot's "
+                        f"evidence.options.triton_version: {error}; or judge it with "
+                        "--triton-version RELEASE") from None
         return evidence
     if not args.repository and not args.url:
         raise _Stop(EXIT_USAGE, "give a model repository, --url URL of a running server, or "

@@ -7,6 +7,7 @@ so a rule can say "skipped: <why>" instead of guessing.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -15,6 +16,19 @@ from typing import Any
 from triton_doctor import model_config
 
 EVIDENCE_SCHEMA = 1
+#: Deepest nesting kept of free-form JSON (a served config, plan metadata): real ones nest
+#: under ten levels, and writing JSON recurses once per level (a config 500 deep made
+#: ``snapshot`` die with RecursionError).
+MAX_JSON_DEPTH = 64
+#: Counters and sizes are 64-bit in Triton, NVML and the kernel.
+MAX_INT = 2**64
+
+
+class EvidenceError(ValueError):
+    """Data without the Evidence's shape (a malformed snapshot); the message names the field."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
 
 
 @dataclass
@@ -467,26 +481,94 @@ def to_jsonable(value: Any) -> Any:
     return value
 
 
-def from_jsonable(cls: Any, data: Any) -> Any:
-    """Rebuild a dataclass tree written by ``to_jsonable``, driven by the type hints."""
+def from_jsonable(cls: Any, data: Any, path: str = "evidence") -> Any:
+    """Rebuild a dataclass tree written by ``to_jsonable``, driven by the type hints.
+
+    A snapshot is untrusted input: every value's type is checked on the way in, so that a
+    wrong one is an EvidenceError naming its field (``evidence.server.models[0].name``), not
+    a traceback later in whatever reads it."""
     origin = typing.get_origin(cls)
     if origin in (typing.Union, types.UnionType):
         if data is None:
             return None
         options = [arg for arg in typing.get_args(cls) if arg is not type(None)]
-        return from_jsonable(options[0], data)
+        return from_jsonable(options[0], data, path)
     if origin is list:
         (item_type,) = typing.get_args(cls)
-        return [from_jsonable(item_type, item) for item in data]
+        return [from_jsonable(item_type, item, f"{path}[{index}]")
+                for index, item in enumerate(_expect(list, data, path))]
     if origin is dict:
         _, item_type = typing.get_args(cls)
-        return {key: from_jsonable(item_type, item) for key, item in data.items()}
+        return {_key(key, path): from_jsonable(item_type, item, f"{path}.{key}")
+                for key, item in _expect(dict, data, path).items()}
     if dataclasses.is_dataclass(cls):
+        data = _expect(dict, data, path)
         hints = typing.get_type_hints(cls)
-        kwargs = {
-            f.name: from_jsonable(hints[f.name], data[f.name])
-            for f in dataclasses.fields(cls)
-            if f.name in data and not f.metadata.get("transient")
-        }
+        kwargs = {}
+        for f in dataclasses.fields(cls):
+            if f.name in data and not f.metadata.get("transient"):
+                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name], f"{path}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise EvidenceError(f"{path}.{f.name}", "missing")
         return cls(**kwargs)  # type: ignore[operator]
-    return data
+    return _leaf(cls, data, path)
+
+
+def _leaf(cls: Any, data: Any, path: str) -> Any:
+    if cls is Any:
+        if too_deep(data):
+            raise EvidenceError(path, f"nested deeper than {MAX_JSON_DEPTH} levels")
+        return data
+    if cls is float:
+        number = _expect(float, data, path)
+        if not math.isfinite(number):
+            raise EvidenceError(path, f"must be a finite number, not {number}")
+        return number
+    value = _expect(cls, data, path)
+    if cls is int and not -MAX_INT <= value <= MAX_INT:
+        raise EvidenceError(path, f"must be an integer within 64 bits, not {value}")
+    return value
+
+
+def _expect(cls: Any, data: Any, path: str) -> Any:
+    """``data`` when JSON gave the type ``cls`` needs (an int for a float too), else the error."""
+    if cls is bool or not isinstance(data, bool):  # JSON's true is no number
+        if cls is float and isinstance(data, int) and abs(data) <= MAX_INT:
+            return float(data)
+        if isinstance(data, cls):
+            return data
+    raise EvidenceError(path, f"must be {_JSON_KINDS.get(cls, cls.__name__)}, "
+                        f"not {_json_kind(data)}")
+
+
+def _key(key: Any, path: str) -> str:
+    if not isinstance(key, str):
+        raise EvidenceError(path, f"keys must be strings, not {_json_kind(key)}")
+    return key
+
+
+_JSON_KINDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
+               list: "an array", dict: "an object"}
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "an integer", float: "a number"}.get(type(value)) or _JSON_KINDS.get(
+        type(value), type(value).__name__)
+
+
+def too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value`` nests lists and dicts more than ``limit`` levels deep. Iterative: a
+    check against running out of stack must not run out of stack itself."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            children = item.values() if isinstance(item, dict) else item
+            pending.extend((child, depth + 1) for child in children)
+    return False

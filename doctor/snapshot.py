@@ -14,7 +14,7 @@ import tempfile
 import time
 from typing import Any
 
-from triton_doctor.evidence import Evidence, from_jsonable, to_jsonable
+from triton_doctor.evidence import Evidence, EvidenceError, from_jsonable, to_jsonable
 
 SCHEMA = "triton-doctor/snapshot/v1"
 
@@ -51,7 +51,7 @@ def read(path: str) -> Evidence:
             data = json.load(handle)
     except OSError as error:
         raise SnapshotError(f"{path}: cannot be read: {error.strerror or error}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested past Python
         raise SnapshotError(f"{path}: not a snapshot (not JSON: {error})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
@@ -60,9 +60,9 @@ def read(path: str) -> Evidence:
             "`triton-doctor snapshot --url URL -o FILE`"
         )
     try:
-        evidence = from_jsonable(Evidence, data.get("evidence", {}))
-    except (TypeError, KeyError, AttributeError, ValueError) as error:
-        raise SnapshotError(f"{path}: the snapshot's evidence is malformed: {error}") from None
-    if not isinstance(evidence, Evidence):
-        raise SnapshotError(f"{path}: the snapshot holds no evidence")
+        evidence: Evidence = from_jsonable(Evidence, data.get("evidence", {}))
+    except EvidenceError as error:
+        raise SnapshotError(
+            f"{path}: the snapshot's evidence is malformed at {error}; was it edited? Take a "
+            "new one with `triton-doctor snapshot --url URL -o FILE`") from None
     return evidence

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from triton_doctor.checks.formats import sniff
-from triton_doctor.evidence import ModelFile, PlanFacts
+from triton_doctor.evidence import ModelFile, PlanFacts, too_deep
 
 #: Bytes of a plan (or engine blob) that the reader looks at; the header is far smaller.
 HEADER_BYTES = 64 * 1024
@@ -116,7 +116,8 @@ def _u64(data: bytes, offset: int) -> int | None:
 
 
 def _read_metadata(handle: BinaryIO, length: int) -> dict[str, Any]:
-    """Ultralytics' JSON (image size, task, class names), or {} when it is not a JSON object."""
+    """Ultralytics' JSON (image size, task, class names), or {} when it is not a JSON object
+    (or one nested deeper than any real one, which a snapshot could not hold)."""
     if length > MAX_METADATA_BYTES:
         return {}
     raw = _read_at(handle, 4, length)
@@ -124,7 +125,7 @@ def _read_metadata(handle: BinaryIO, length: int) -> dict[str, Any]:
         parsed = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return {}
-    return parsed if isinstance(parsed, dict) else {}
+    return parsed if isinstance(parsed, dict) and not too_deep(parsed) else {}
 
 
 def _is_legacy(head: bytes, size: int) -> bool:
