@@ -20,6 +20,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from triton_doctor import snapshot
+from triton_doctor.printable import printable
 from triton_doctor.tui.findings import FindingsScreen
 from triton_doctor.tui.help import HelpScreen
 from triton_doctor.tui.log import LogScreen
@@ -110,7 +111,8 @@ class WatchApp(App[None]):
     def _failed(self, why: str) -> None:
         self.reading = False
         self.last_error = why
-        self.notify(f"reading {self.source.title} failed: {why}", severity="error")
+        self.notify(f"reading {printable(self.source.title)} failed: {printable(why)}",
+                    severity="error", markup=False)
         self._redraw()
 
     def _redraw(self) -> None:
@@ -178,9 +180,13 @@ class WatchApp(App[None]):
         try:
             snapshot.write(frame.evidence, os.fspath(path))
         except OSError as error:
-            self.notify(f"cannot write {path}: {error.strerror or error}", severity="error")
+            self.notify(f"cannot write {printable(str(path))}: "
+                        f"{printable(str(error.strerror or error))}",
+                        severity="error", markup=False)
             return
-        self.notify(f"saved {path}; judge it again with: triton-doctor check --snapshot {path}")
+        shown = printable(str(path))
+        self.notify(f"saved {shown}; judge it again with: triton-doctor check --snapshot {shown}",
+                    markup=False)
 
     def action_go_back(self) -> None:
         if len(self.screen_stack) > 1:

@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Input, Static
 from triton_doctor.findings import Severity
+from triton_doctor.printable import printable
 from triton_doctor.registry import find_rule, key_matches
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import History, Seen
@@ -178,32 +179,33 @@ def _sort_key(seen: Seen, column: str) -> tuple[object, ...]:
 
 
 def detail(seen: Seen, browse_only: bool) -> Text:
-    """The finding in full, as an engineer on call needs it."""
+    """The finding in full, as an engineer on call needs it; what it quotes from outside is
+    escaped (``printable``), the line breaks of a message, a reason or a fix kept."""
     finding = seen.finding
     text = Text.assemble(severity(finding.severity), " ", (f"{finding.rule} {finding.name}",
                                                             "bold"), f" — {finding.title}\n")
-    where = [f"model {finding.model}" if finding.model else "server"]
+    where = [f"model {printable(finding.model)}" if finding.model else "server"]
     if finding.version:
-        where.append(f"version {finding.version}")
+        where.append(f"version {printable(finding.version)}")
     if finding.location.path:
         line = f":{finding.location.line}" if finding.location.line else ""
-        where.append(f"{finding.location.path}{line}")
+        where.append(f"{printable(finding.location.path)}{line}")
     text.append("  ".join(where) + "\n", style="dim")
     if not browse_only:
         state = "firing" if seen.firing else "cleared"
         text.append(f"first seen {clock(seen.first_at)} · last seen {clock(seen.last_at)} · "
                     f"{state}\n", style="dim")
-    text.append(f"\n{finding.message}\n")
+    text.append(f"\n{printable(finding.message, keep_newlines=True)}\n")
     if finding.triton_message:
         text.append("\nThe server says\n", style="bold")
-        text.append(f"  {finding.triton_message}\n")
+        text.append(f"  {printable(finding.triton_message, keep_newlines=True)}\n")
     if finding.evidence:
         text.append("\nEvidence\n", style="bold")
         for key, value in finding.evidence.items():
-            text.append(f"  {key}: {value}\n")
+            text.append(f"  {printable(key)}: {printable(str(value))}\n")
     if finding.fix:
         text.append("\nFix\n", style="bold green")
-        text.append(f"  {finding.fix}\n")
+        text.append(f"  {printable(finding.fix, keep_newlines=True)}\n")
     rule = find_rule(finding.rule)
     if rule is not None:
         text.append(f"\nAbout {rule.id} (triton-doctor explain {rule.id})\n", style="bold")

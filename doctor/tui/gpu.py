@@ -9,6 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from triton_doctor.evidence import GpuDevice
+from triton_doctor.printable import printable
 from triton_doctor.tui.screen import FINDING_COLUMNS, FrameScreen, finding_rows
 from triton_doctor.tui.state import History
 from triton_doctor.tui.tables import fill, new_table
@@ -44,7 +45,8 @@ class GpuScreen(FrameScreen):
         device = next((d for d in gpu.devices if d.key == self.key), None) if gpu else None
         facts = self.query_one("#gpu-facts", Static)
         if frame is None or gpu is None or device is None:
-            facts.update(Text(f"GPU {self.key}: not in the latest reading", style="dim"))
+            facts.update(Text(f"GPU {printable(self.key)}: not in the latest reading",
+                              style="dim"))
             return
         facts.update(gpu_facts(device, gpu.driver_version, gpu.cuda_driver_version,
                                list(history.gpu_memory.get(self.key, [])),
@@ -65,11 +67,13 @@ class GpuScreen(FrameScreen):
 
 def gpu_facts(device: GpuDevice, driver: str, cuda: str, trend: list[float],
               red_from: float) -> Text:
+    """What NVML (or a snapshot, which is outside text) says of one GPU."""
     total, share = device.memory_total_bytes, device.memory_share
-    text = Text(f"GPU {device.index}  {device.name}", style="bold")
-    text.append(f"  sm_{device.compute_capability.replace('.', '')}  {device.uuid}\n",
+    text = Text(f"GPU {device.index}  {printable(device.name)}", style="bold")
+    text.append(f"  sm_{printable(device.compute_capability.replace('.', ''))}  "
+                f"{printable(device.uuid)}\n", style="dim")
+    text.append(f"driver {printable(driver) or '?'}  CUDA {printable(cuda) or '?'}\n\n",
                 style="dim")
-    text.append(f"driver {driver or '?'}  CUDA {cuda or '?'}\n\n", style="dim")
     text.append("memory  ").append_text(gauge(share, 40, red_from))
     text.append(f" {share:.0%}  {device.memory_used_bytes / GIB:.1f} of {total / GIB:.1f} GiB\n")
     if device.memory_used_earlier_bytes is not None:

@@ -6,16 +6,32 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
 from triton_doctor.tui.sources import Source
+
+if TYPE_CHECKING:
+    from triton_doctor.tui.app import WatchApp
 
 Judge = Callable[[Evidence], Result]
 
 
 class NeedsTerminal(ValueError):
     """The UI was asked for where there is no terminal to draw it on."""
+
+
+class UiFailed(ValueError):
+    """The UI ended on an error of its own: exit 2, not the 0 or 1 of a judgement."""
+
+
+def _ran(app: WatchApp) -> None:
+    """Raises UiFailed when the app ended on an exception (Textual has printed it)."""
+    if app.return_code:
+        raise UiFailed("the terminal UI stopped on an internal error (its traceback is above; "
+                       "please report it); `triton-doctor check ... --format json` reads the "
+                       "same findings")
 
 
 def _require_terminal(command: str) -> None:
@@ -39,7 +55,9 @@ def watch(args: argparse.Namespace, judge: Judge, saved: Evidence | None = None)
         poller = Poller(LiveRequest(args.url, args.metrics_url, args.window, args.timeout,
                                     args.log, args.container))
         source = Source(collect=poller.poll, judge=judge, title=poller.url, live=True)
-    WatchApp(source, interval_s=args.interval, save_dir=args.save_dir).run()
+    app = WatchApp(source, interval_s=args.interval, save_dir=args.save_dir)
+    app.run()
+    _ran(app)
     return 0
 
 
@@ -64,6 +82,7 @@ def browse(evidence: Evidence, judge: Judge, args: argparse.Namespace,
     app = WatchApp(Source(collect=collect, judge=judge, title=title, live=False),
                    browse_only=True)
     app.run()
+    _ran(app)
     latest = app.history.latest
     return latest.result if latest is not None else judge(evidence)
 

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from triton_doctor.evidence import LogEvidence
+from triton_doctor.printable import printable
 from triton_doctor.registry import find_rule
 from triton_doctor.rules.serving import explain_log_line
 from triton_doctor.tui.screen import FrameScreen
@@ -74,12 +75,13 @@ class LogScreen(FrameScreen):
         source = self.query_one("#log-source", Static)
         if frame is not None and log is None:
             why = frame.evidence.unavailable.get("log", "not collected")
-            source.update(Text(f"no log: {why}", style="dim"))
+            source.update(Text(f"no log: {printable(why)}", style="dim"))
         elif log is not None:
-            source.update(f"{log.source}: {sum(e.count for e in lines)} error or warning lines "
-                          f"({len(lines)} distinct) in the last {len(log.lines)} lines")
+            source.update(Text(f"{printable(log.source)}: {sum(e.count for e in lines)} error or "
+                               f"warning lines ({len(lines)} distinct) in the last "
+                               f"{len(log.lines)} lines"))
         rows = [(str(e.number), (e.number, f"{e.count}x", e.rule or "",
-                                 Text(e.line, no_wrap=True, overflow="ellipsis")))
+                                 Text(printable(e.line), no_wrap=True, overflow="ellipsis")))
                 for e in lines]
         fill(self.query_one("#log-lines", DataTable), rows)
         self._describe(lines, log is not None)
@@ -96,7 +98,7 @@ class LogScreen(FrameScreen):
         if chosen is None:
             detail.update(Text("No error lines." if have_log else "", style="dim"))
             return
-        text = Text(chosen.line + "\n")
+        text = Text(printable(chosen.line) + "\n")
         if chosen.count > 1:
             text.append(f"(written {chosen.count} times; this is the last)\n", style="dim")
         rule = find_rule(chosen.rule) if chosen.rule else None

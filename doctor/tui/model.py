@@ -8,6 +8,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import DataTable, Footer, Static
+from triton_doctor.printable import printable
 from triton_doctor.tui.config_text import model_config_text
 from triton_doctor.tui.screen import FINDING_COLUMNS, FrameScreen, finding_rows
 from triton_doctor.tui.state import History
@@ -49,19 +50,20 @@ class ModelScreen(FrameScreen):
         config = model_config_text(frame.evidence, self.model) if frame else ""
         if config != self._config_shown:
             self._config_shown = config
-            self.query_one("#config", Static).update(Text(config))
+            self.query_one("#config", Static).update(Text(printable(config, keep_newlines=True)))
 
     def _numbers(self, history: History) -> Text:
         frame = history.latest
         row = next((r for r in frame.models if r.name == self.model), None) if frame else None
-        text = Text(self.model, style="bold")
+        text = Text(printable(self.model), style="bold")
         if row is None:
             source = "the server does not list it" if frame and frame.evidence.server else ""
             return text.append(f"  {source}\n" if source else "\n", style="dim")
         state_style = "green" if row.state == "READY" else "bold red"
-        text.append(f"  version {row.version or '-'}  ").append(row.state, style=state_style)
+        text.append(f"  version {printable(row.version) or '-'}  ").append(
+            printable(row.state), style=state_style)
         if row.reason:
-            text.append(f"\n{row.reason}", style="red")
+            text.append(f"\n{printable(row.reason, keep_newlines=True)}", style="red")
         text.append("\n\nover the last window, and the last polls\n", style="dim")
         series = history.model_series.get(self.model, {})
         for name, now in row.series().items():

@@ -8,6 +8,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Label, Static
+from triton_doctor.printable import printable
 from triton_doctor.tui.gpu import GpuScreen
 from triton_doctor.tui.model import ModelScreen
 from triton_doctor.tui.screen import FrameScreen
@@ -76,7 +77,7 @@ def sources_line(frame: Frame | None) -> Text:
     line = Text("sources ")
     for part, why in sources.items():
         line.append(f" {part} {'✓' if not why else '✗'}", style="green" if not why else "red")
-    missing = [f"{part}: {why}" for part, why in sources.items() if why]
+    missing = [f"{part}: {printable(why)}" for part, why in sources.items() if why]
     if missing:
         line.append(f"   {missing[0]}", style="dim")
     return line
@@ -114,7 +115,7 @@ def model_rows(frame: Frame | None) -> list[Row]:
         return []
     rows: list[Row] = []
     for row in frame.models:
-        state = Text(row.state, style="green" if row.state == "READY" else "bold red")
+        state = Text(printable(row.state), style="green" if row.state == "READY" else "bold red")
         rows.append((row.name, (
             row.name, row.version or "-", state, number(row.requests_per_s),
             number(row.average_batch, 2), number(row.queue_ms), number(row.p99_ms),

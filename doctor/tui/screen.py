@@ -13,6 +13,7 @@ from textual.screen import Screen
 from textual.widgets import Static
 from textual.widgets.data_table import RowKey
 from triton_doctor.findings import Finding
+from triton_doctor.printable import printable
 from triton_doctor.tui.state import History, watch_key
 from triton_doctor.tui.tables import Row, original_key
 from triton_doctor.tui.text import clipped, clock, duration, severity
@@ -59,15 +60,17 @@ def finding_rows(findings: Iterable[Finding]) -> list[Row]:
 
 def status_line(app: WatchApp, history: History) -> Text:
     """Where the data comes from, the server's health, and whether polling runs."""
-    line = Text.assemble((" triton-doctor ", "bold reverse"), " ", (app.source.title, "bold"))
+    line = Text.assemble((" triton-doctor ", "bold reverse"), " ",
+                         (printable(app.source.title), "bold"))
     frame = history.latest
     if frame is None:
         if app.last_error:
-            return line.append(f"  last read failed: {app.last_error}", style="bold red")
+            return line.append(f"  last read failed: {printable(app.last_error)}",
+                               style="bold red")
         return line.append("  reading…", style="dim")
     server = frame.evidence.server
     if server is not None:
-        line.append(f"  triton {server.version or '?'}  ")
+        line.append(f"  triton {printable(server.version) or '?'}  ")
         line.append_text(_flag("live", server.live))
         line.append("  ")
         line.append_text(_flag("ready", server.ready))

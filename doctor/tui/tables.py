@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from weakref import WeakKeyDictionary
 
+from rich.text import Text
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
+from triton_doctor.printable import printable
 
 Row = tuple[str, Sequence[object]]
 #: Unique row keys carry a counter after this separator when two rows share a key.
@@ -45,9 +47,16 @@ def fill(table: DataTable[object], rows: Sequence[Row], height: int = 1) -> None
     selected = selected_key(table, raw=True)
     table.clear()
     for key, (_, cells) in zip(keys, rows, strict=True):
-        table.add_row(*cells, key=key, height=height)
+        table.add_row(*(_literal(cell, height) for cell in cells), key=key, height=height)
     if selected in keys:
         table.move_cursor(row=keys.index(selected))
+
+
+def _literal(cell: object, height: int) -> object:
+    """A str cell as the text it is: DataTable reads a str as markup, and a model named
+    "[/]" ended the app; what it holds from outside is escaped (``printable``). Drawn as
+    DataTable draws a str: on one line in a one-line row."""
+    return Text(printable(cell), no_wrap=height == 1, end="") if isinstance(cell, str) else cell
 
 
 def selected_key(table: DataTable[object], raw: bool = False) -> str | None:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 from triton_doctor.findings import Severity
+from triton_doctor.printable import printable
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 SEVERITY_STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -42,8 +43,9 @@ def severity(value: Severity | None) -> Text:
 
 
 def one_line(text: str) -> str:
-    """A message for one table row: tracebacks and wrapped text folded onto a line."""
-    return " ".join(text.split())
+    """A message for one table row: tracebacks and wrapped text folded onto a line, what
+    would act on the terminal escaped (``printable``)."""
+    return printable(" ".join(text.split()))
 
 
 def clipped(text: str) -> Text:
