@@ -9,6 +9,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from triton_doctor import __version__, model_config, profiles
 from triton_doctor.engine import Result, run
@@ -32,8 +33,16 @@ def _split(values: Sequence[str] | None) -> list[str]:
     return [key.strip() for value in values or [] for key in value.split(",") if key.strip()]
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors quote the command line, which may hold names globbed from a repository
+    (``check models/*``): escaped like every other message."""
+
+    def error(self, message: str) -> NoReturn:
+        super().error(printable(message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="triton-doctor",
         description="Find what Triton Inference Server would refuse or do badly, and the fix.",
     )

@@ -151,6 +151,14 @@ def test_error_messages_on_stderr_are_escaped(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_usage_errors_quote_the_command_line_escaped(tmp_path: Path) -> None:
+    # what a shell glob (check models/*) passes on from a hostile repository
+    proc = run_cli("check", str(tmp_path), str(tmp_path / "m\x1b]0;pwned\x07\n  error"))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "unrecognized arguments" in proc.stderr
+    assert forbidden(proc.stderr) == [] and "m\\x1b]0;pwned\\x07\\n  error" in proc.stderr
+
+
 def test_config_prints_strings_escaped_and_refusals_too(tmp_path: Path) -> None:
     hostile = "\x1b]0;pwned\x07\x1b[2J"
     model = write_model(tmp_path / "repo", "m", f"""
