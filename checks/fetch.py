@@ -2,32 +2,44 @@
 
 :func:`fetch` gives the status, headers and body of an answer, or raises a :class:`Failure`
 that says what went wrong in types, not words: each caller words it for its own user.
-:func:`causes` walks what ``requests`` wraps, to find the OSError underneath.
+:func:`causes` walks what a failure wraps, to find the OSError underneath.
 
-``requests`` is imported inside the functions: ``check`` without ``--url`` must not pay for it.
+One deadline bounds the whole exchange: connecting, sending, the status line, the headers, the
+body and any redirect followed. ``requests`` (and urllib3 under it) set a timeout per wait for
+data, so a server that sends its headers a byte at a time held the caller forever; here every
+wait is given only the time left (:class:`_Bounded`), on ``http.client``'s own parser.
 """
 
 from __future__ import annotations
 
+import base64
+import http.client
+import io
+import socket
+import ssl
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
-if TYPE_CHECKING:
-    import requests
+from triton_doctor.checks.urls import hide_credentials
 
 #: The most one ``read1`` asks for; it returns what one wait for data brings, however little.
 CHUNK_BYTES = 64 * 1024
+#: The statuses whose Location a GET may follow.
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
 @dataclass(frozen=True)
 class Answer:
-    """An HTTP answer read whole; ``headers`` is requests' case-insensitive mapping."""
+    """An HTTP answer read whole; ``headers`` by lowercase name."""
 
     status: int
     headers: Mapping[str, str]
     body: bytes
+    #: The URL that answered, without credentials, when a redirect was followed; else "".
+    redirected_to: str = ""
 
 
 class Failure(Exception):
@@ -43,7 +55,7 @@ class TooLarge(Failure):
 
 
 class TooSlow(Failure):
-    """Bytes kept coming, but the whole body was not there by the deadline; ``size`` were."""
+    """The answer had begun, but the whole body was not there by the deadline; ``size`` were."""
 
     def __init__(self, size: int) -> None:
         super().__init__(size)
@@ -51,15 +63,26 @@ class TooSlow(Failure):
 
 
 class TimedOut(Failure):
-    """One wait ran past the timeout: for the connection (``connecting``) or for data."""
+    """The deadline passed while connecting (``connecting``), or before the status and headers
+    were all in, however slowly they kept coming."""
 
     def __init__(self, connecting: bool) -> None:
-        super().__init__("connecting" if connecting else "waiting for data")
+        super().__init__("connecting" if connecting else "waiting for the answer")
         self.connecting = connecting
 
 
+class Redirected(Failure):
+    """A redirect that was not followed: to ``location`` (without credentials) on another
+    scheme, host or port, or one past the most followed (``too_many``)."""
+
+    def __init__(self, location: str, too_many: bool) -> None:
+        super().__init__(location)
+        self.location = location
+        self.too_many = too_many
+
+
 class ClientError(Failure):
-    """``requests`` raised something else; ``error`` is what (an invalid URL, say)."""
+    """The request could not be made; ``error`` is why (a URL that is not http(s), say)."""
 
     def __init__(self, error: BaseException) -> None:
         super().__init__(str(error))
@@ -71,61 +94,161 @@ class ConnectionFailed(ClientError):
     TLS. :func:`causes` of ``error`` holds the OSError that says which."""
 
 
-def open_session() -> requests.Session:
-    """A session that talks to the server directly: an HTTP_PROXY from the environment, meant
-    for the internet, would swallow in-cluster calls (and no .netrc credentials go out)."""
-    import requests
-
-    session = requests.Session()
-    session.trust_env = False
-    return session
-
-
-def fetch(session: requests.Session, url: str, *, timeout: float, max_bytes: int,
-          method: str = "GET", headers: Mapping[str, str] | None = None,
-          follow_redirects: bool = False) -> Answer:
-    """One request, never retried, bounded three ways: ``timeout`` for the connection and for
-    each wait for data, ``timeout`` again for the whole request (a server that sends a byte at a
-    time cannot hold the caller), and ``max_bytes`` for the body, refused at once when its
+def fetch(url: str, *, timeout: float, max_bytes: int, method: str = "GET",
+          headers: Mapping[str, str] | None = None, max_redirects: int = 0) -> Answer:
+    """One request, never retried, bounded two ways: ``timeout`` for the whole exchange
+    (redirects included), and ``max_bytes`` for the body, refused at once when its
     Content-Length says it is over. A POST goes out with an empty body.
 
-    Raises a :class:`Failure` subclass rather than any of requests' or urllib3's errors.
+    A GET follows up to ``max_redirects`` redirects, only to the same scheme, host and port:
+    the credentials in ``url`` go nowhere else. A redirect elsewhere, or one too many, raises
+    :class:`Redirected`; with ``max_redirects`` 0 a redirect is the answer.
     """
-    import requests
-    import urllib3.exceptions
-
     deadline = time.monotonic() + timeout
     try:
-        with session.request(
-            method, url, data=b"" if method == "POST" else None, headers=headers,
-            timeout=(timeout, timeout), stream=True, allow_redirects=follow_redirects,
-        ) as response:
-            declared = response.headers.get("Content-Length", "")
-            if declared.isdigit() and int(declared) > max_bytes:
-                raise TooLarge(int(declared))
-            body = bytearray()
-            # read1, not iter_content: its reads wait for a whole block, however slowly the
-            # bytes come, and the deadline would only be checked after each block.
-            while chunk := response.raw.read1(CHUNK_BYTES, decode_content=True):
+        parts = urlsplit(url)
+        origin = _origin(parts)
+    except ValueError as error:
+        raise ClientError(error) from None
+    sent = {"User-Agent": "triton-doctor", **(headers or {})}
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        sent["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
+    current, followed = url, 0
+    while True:
+        answer = _exchange(urlsplit(current), method, sent, deadline, max_bytes)
+        location = answer.headers.get("location")
+        if method != "GET" or answer.status not in REDIRECTS or not location or not max_redirects:
+            shown = hide_credentials(current) if followed else ""
+            return Answer(answer.status, answer.headers, answer.body, shown)
+        current = urljoin(current, location.strip())
+        try:
+            elsewhere = _origin(urlsplit(current)) != origin
+        except ValueError:
+            elsewhere = True
+        if elsewhere or followed == max_redirects:
+            raise Redirected(hide_credentials(current), too_many=not elsewhere)
+        followed += 1
+
+
+def _origin(parts: SplitResult) -> tuple[str, str, int]:
+    """(scheme, host, port) of an http(s) URL; ValueError for any other."""
+    scheme = parts.scheme.lower()
+    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+        raise ValueError(f"{hide_credentials(parts.geturl())!r} is not an http:// or https:// "
+                         "URL with a host")
+    return scheme, parts.hostname, parts.port or _DEFAULT_PORTS[scheme]
+
+
+def _exchange(parts: SplitResult, method: str, headers: Mapping[str, str], deadline: float,
+              max_bytes: int) -> Answer:
+    """One request on a fresh connection, closed after; every wait bounded by ``deadline``."""
+    scheme, host, port = _origin(parts)
+    sock: socket.socket | None = None
+    try:
+        try:
+            sock = _connect(host, port, deadline)
+            if scheme == "https":
+                sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
+        except TimeoutError as error:
+            raise TimedOut(connecting=True) from error
+        connection = http.client.HTTPConnection(host, port)
+        connection.sock = _Bounded(sock, deadline)  # type: ignore[assignment]
+        path = parts.path or "/"
+        try:
+            connection.request(method, f"{path}?{parts.query}" if parts.query else path,
+                               body=b"" if method == "POST" else None, headers=dict(headers))
+            response = connection.getresponse()
+        except TimeoutError as error:
+            raise TimedOut(connecting=False) from error
+        declared = response.getheader("Content-Length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise TooLarge(int(declared))
+        body = bytearray()
+        try:
+            while chunk := response.read1(CHUNK_BYTES):
                 body += chunk
                 if len(body) > max_bytes:
                     raise TooLarge(len(body))
-                if time.monotonic() > deadline:
-                    raise TooSlow(len(body))
-            return Answer(response.status_code, response.headers, bytes(body))
-    except requests.exceptions.ConnectTimeout as error:
-        raise TimedOut(connecting=True) from error
-    except (requests.exceptions.Timeout, urllib3.exceptions.TimeoutError) as error:
-        raise TimedOut(connecting=False) from error
-    except (requests.exceptions.ConnectionError, urllib3.exceptions.HTTPError) as error:
-        raise ConnectionFailed(error) from error
-    except requests.exceptions.RequestException as error:
+        except TimeoutError as error:
+            raise TooSlow(len(body)) from error
+        if response.length:  # the connection closed before Content-Length bytes came
+            raise http.client.IncompleteRead(bytes(body), response.length)
+        names = {name.lower(): value for name, value in response.getheaders()}
+        return Answer(response.status, names, bytes(body))
+    except (ValueError, http.client.InvalidURL) as error:  # a host the resolver cannot take
         raise ClientError(error) from error
+    except (OSError, http.client.HTTPException) as error:
+        raise ConnectionFailed(error) from error
+    finally:
+        if sock is not None:
+            sock.close()
+
+
+def _connect(host: str, port: int, deadline: float) -> socket.socket:
+    """A TCP connection to the first address of ``host`` that takes one before the deadline."""
+    error: OSError = OSError(f"{host} has no address")
+    for family, kind, proto, _, address in socket.getaddrinfo(host, port,
+                                                              type=socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(_left(deadline))
+            sock.connect(address)
+        except TimeoutError:
+            sock.close()
+            raise
+        except OSError as failed:
+            sock.close()
+            error = failed
+        else:
+            return sock
+    raise error
+
+
+def _left(deadline: float) -> float:
+    """Seconds to the deadline; TimeoutError once it has passed (a timeout of 0 would not
+    wait at all, and None would wait forever)."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError("the deadline passed")
+    return left
+
+
+class _Bounded:
+    """The part of a socket ``http.client`` uses, each send and receive given only the time
+    left to the deadline. ``fetch`` closes the socket itself, once the answer is read."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def sendall(self, data: bytes) -> None:
+        self._sock.settimeout(_left(self._deadline))
+        self._sock.sendall(data)  # since 3.5 the timeout bounds the whole sendall
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_Reader(self._sock, self._deadline))
+
+    def close(self) -> None:
+        """Left to ``fetch``: the response may still be reading."""
+
+
+class _Reader(io.RawIOBase):
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        self._sock.settimeout(_left(self._deadline))
+        return self._sock.recv_into(buffer)
 
 
 def causes(error: BaseException) -> Iterator[BaseException]:
-    """``error`` and everything it wraps, nearest first: requests wraps urllib3's errors, which
-    wrap the OSError, through ``__cause__``, ``__context__``, ``reason`` and ``args``."""
+    """``error`` and everything it wraps, nearest first, through ``__cause__``,
+    ``__context__``, ``reason`` and ``args``."""
     seen = {id(error)}
     queue = [error]
     for current in queue:

@@ -2,14 +2,15 @@
 
 Read-only: GETs, and the one POST Triton needs to list its repository (``/v2/repository/index``).
 
-The calls go through ``requests``, not ``tritonclient.http``. Measured against tritonclient
+The calls go through ``checks.fetch``, not ``tritonclient.http``. Measured against tritonclient
 2.73 with geventhttpclient 2.6, the client hides what a diagnosis needs: the health calls fold
 every status (500 included) into False, a 500 with a non-JSON body becomes "an exception
 occurred in the client while decoding the response", a GET on a dropped connection is silently
 sent again, and failures arrive as seven unrelated exception types (ConnectionRefusedError and
 socket.gaierror raw, TimeoutError, HTTPParseError, HTTPConnectionClosed, rapidjson's
 JSONDecodeError, InferenceServerException). It also runs a gevent hub in whichever thread calls
-it. ``requests`` gives the status and body of every answer, one exception family, no retries.
+it. ``checks.fetch`` gives the status and body of every answer, one exception family, no
+retries, and one deadline for each whole request.
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import ssl
 import time
 from collections.abc import Mapping
 from http.client import BadStatusLine, IncompleteRead, RemoteDisconnected
-from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 from triton_doctor.checks.fetch import (
+    REDIRECTS,
+    Answer,
     ClientError,
     Failure,
     TimedOut,
@@ -32,10 +34,9 @@ from triton_doctor.checks.fetch import (
     TooSlow,
     causes,
     fetch,
-    open_session,
 )
 from triton_doctor.checks.unavailable import SourceUnavailable
-from triton_doctor.checks.urls import DEFAULT_PORTS, NOT_A_URL, split_url
+from triton_doctor.checks.urls import DEFAULT_PORTS, NOT_A_URL, hide_credentials, split_url
 from triton_doctor.evidence import (
     MAX_JSON_DEPTH,
     ModelStats,
@@ -72,7 +73,8 @@ class _NoAnswer(Exception):
 
 
 class _Api:
-    """One server's HTTP API: every call bounded by ``timeout``, never retried.
+    """One server's HTTP API: every call bounded by ``timeout`` as a whole, never retried,
+    never redirected (a redirect is an answer, reported with where it points).
 
     The first call decides whether the server is there at all: without an answer it raises
     SourceUnavailable; after one answer, a call without one raises _NoAnswer, so the caller
@@ -84,36 +86,23 @@ class _Api:
         self.url = f"{scheme}://{address}"
         self.timeout = timeout
         self.answered = False
-        # Like tritonclient, talk to the server directly (no proxy from the environment).
-        self._session = open_session()
 
-    def __enter__(self) -> _Api:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._session.close()
-
-    def call(self, method: str, path: str) -> tuple[int, bytes]:
-        """(status, body) of one request; the body is cut off once ``timeout`` has passed."""
+    def call(self, method: str, path: str) -> Answer:
+        """One request, on a connection of its own, straight to the server (no proxy)."""
         try:
-            answer = fetch(self._session, self.url + path, method=method, timeout=self.timeout,
+            answer = fetch(self.url + path, method=method, timeout=self.timeout,
                            max_bytes=MAX_BODY_BYTES)
         except Failure as failure:
             why = self._why(failure)
         else:
             self.answered = True
-            return answer.status, answer.body
+            return answer
         if not self.answered:
             raise SourceUnavailable(f"cannot reach tritonserver at {self.url}: {why}; {HINT}")
         raise _NoAnswer(why)
 
     def _why(self, failure: Failure) -> str:
-        """The cause in words: requests nests it in urllib3's errors, several levels down."""
+        """The cause in words: the OSError or HTTPException under the failure."""
         if isinstance(failure, TooLarge):
             return f"an answer over {MAX_BODY_BYTES >> 20} MiB"
         if isinstance(failure, TooSlow):
@@ -142,8 +131,14 @@ def _excerpt(body: bytes) -> str:
     return repr(text[:EXCERPT_CHARS] + ("..." if len(text) > EXCERPT_CHARS else ""))
 
 
-def _http_error(status: int, body: bytes) -> str:
-    """Triton's own words (``{"error": ...}``) when the body has them, else an excerpt."""
+def _http_error(answer: Answer) -> str:
+    """Triton's own words (``{"error": ...}``) when the body has them, else an excerpt; for a
+    redirect, where it points."""
+    status, body = answer.status, answer.body
+    if status in REDIRECTS:
+        location = hide_credentials(answer.headers.get("location", "nowhere"))
+        return (f"HTTP {status}: redirected to {location!r}, not followed; give --url the "
+                "server's own HTTP address")
     try:
         message = json.loads(body)["error"]
     except (ValueError, RecursionError, TypeError, KeyError):
@@ -154,34 +149,34 @@ def _http_error(status: int, body: bytes) -> str:
 def _fetch(api: _Api, method: str, path: str, errors: dict[str, str]) -> Any:
     """The JSON answer of one endpoint, or None with the reason in ``errors[endpoint]``."""
     try:
-        status, body = api.call(method, path)
+        answer = api.call(method, path)
     except _NoAnswer as error:
         errors[f"{method} {path}"] = str(error)
         return None
-    return _parse(f"{method} {path}", status, body, errors)
+    return _parse(f"{method} {path}", answer, errors)
 
 
-def _parse(endpoint: str, status: int, body: bytes, errors: dict[str, str]) -> Any:
-    if status != 200:
-        errors[endpoint] = _http_error(status, body)
+def _parse(endpoint: str, answer: Answer, errors: dict[str, str]) -> Any:
+    if answer.status != 200:
+        errors[endpoint] = _http_error(answer)
         return None
     try:
-        return json.loads(body)
+        return json.loads(answer.body)
     except (ValueError, RecursionError) as error:
-        errors[endpoint] = f"invalid JSON ({error}): {_excerpt(body)}"
+        errors[endpoint] = f"invalid JSON ({error}): {_excerpt(answer.body)}"
         return None
 
 
 def _health(api: _Api, path: str, errors: dict[str, str]) -> bool:
     """200 is yes; 400 (empty body) is Triton's no; anything else is also recorded."""
     try:
-        status, body = api.call("GET", path)
+        answer = api.call("GET", path)
     except _NoAnswer as error:
         errors[f"GET {path}"] = str(error)
         return False
-    if status not in (200, 400):
-        errors[f"GET {path}"] = _http_error(status, body)
-    return status == 200
+    if answer.status not in (200, 400):
+        errors[f"GET {path}"] = _http_error(answer)
+    return answer.status == 200
 
 
 def _unexpected(errors: dict[str, str], endpoint: str, answer: Any) -> None:
@@ -204,21 +199,21 @@ def describe(url: str, timeout: float,
     Raises SourceUnavailable when the first call gets no answer, or when the answer shows the
     port is not Triton's HTTP API; after that every failure goes to ``errors`` by endpoint.
     """
-    with _Api(url, timeout) as api:
-        evidence = ServerEvidence(url=api.url)
-        errors = evidence.errors
-        status, body = api.call("GET", "/v2/health/live")
-        if status == 404:
-            raise SourceUnavailable(
-                f"{api.url} answers HTTP but is not tritonserver's API (GET /v2/health/live: "
-                f"HTTP 404); {HINT}")
-        if status not in (200, 400):
-            errors["GET /v2/health/live"] = _http_error(status, body)
-        evidence.live = status == 200
-        evidence.ready = _health(api, "/v2/health/ready", errors)
-        _metadata(evidence, _fetch(api, "GET", "/v2", errors))
-        _models(evidence, _fetch(api, "POST", "/v2/repository/index", errors))
-        _configs(api, evidence, known_configs or {})
+    api = _Api(url, timeout)
+    evidence = ServerEvidence(url=api.url)
+    errors = evidence.errors
+    live = api.call("GET", "/v2/health/live")
+    if live.status == 404:
+        raise SourceUnavailable(
+            f"{api.url} answers HTTP but is not tritonserver's API (GET /v2/health/live: "
+            f"HTTP 404); {HINT}")
+    if live.status not in (200, 400):
+        errors["GET /v2/health/live"] = _http_error(live)
+    evidence.live = live.status == 200
+    evidence.ready = _health(api, "/v2/health/ready", errors)
+    _metadata(evidence, _fetch(api, "GET", "/v2", errors))
+    _models(evidence, _fetch(api, "POST", "/v2/repository/index", errors))
+    _configs(api, evidence, known_configs or {})
     return evidence
 
 
@@ -264,12 +259,12 @@ def _configs(api: _Api, evidence: ServerEvidence,
             evidence.errors[endpoint] = f"not asked: {stalled}"
             continue
         try:
-            status, body = api.call("GET", endpoint[4:])
+            answer = api.call("GET", endpoint[4:])
         except _NoAnswer as error:
             evidence.errors[endpoint] = str(error)
             stalled = f"{endpoint} got no answer"
             continue
-        config = _parse(endpoint, status, body, evidence.errors)
+        config = _parse(endpoint, answer, evidence.errors)
         if config is not None and not isinstance(config, dict):
             _unexpected(evidence.errors, endpoint, config)
             config = None
@@ -288,17 +283,17 @@ def sample(url: str, timeout: float) -> ServerSample:
     Raises SourceUnavailable when the statistics call gets no answer; after that each endpoint
     that fails is recorded in ``errors`` and its part left empty.
     """
-    with _Api(url, timeout) as api:
-        taken = ServerSample(at=time.time())
-        stats = _fetch(api, "GET", "/v2/models/stats", taken.errors)
-        if stats is not None:
-            entries = stats.get("model_stats") if isinstance(stats, dict) else None
-            if isinstance(entries, list):
-                taken.stats = [_model_stats(e) for e in entries if isinstance(e, dict)]
-            else:
-                _unexpected(taken.errors, "GET /v2/models/stats", stats)
-        taken.system_shm = _regions(api, "/v2/systemsharedmemory/status", taken.errors)
-        taken.cuda_shm = _regions(api, "/v2/cudasharedmemory/status", taken.errors)
+    api = _Api(url, timeout)
+    taken = ServerSample(at=time.time())
+    stats = _fetch(api, "GET", "/v2/models/stats", taken.errors)
+    if stats is not None:
+        entries = stats.get("model_stats") if isinstance(stats, dict) else None
+        if isinstance(entries, list):
+            taken.stats = [_model_stats(e) for e in entries if isinstance(e, dict)]
+        else:
+            _unexpected(taken.errors, "GET /v2/models/stats", stats)
+    taken.system_shm = _regions(api, "/v2/systemsharedmemory/status", taken.errors)
+    taken.cuda_shm = _regions(api, "/v2/cudasharedmemory/status", taken.errors)
     return taken
 
 

@@ -8,6 +8,7 @@ it needs in a URL and a URL without a port means the same port everywhere.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
@@ -21,6 +22,14 @@ TRITON_METRICS_PORT = 8002
 DEFAULT_PORTS = {"http": TRITON_HTTP_PORT, "https": 443}
 NOT_A_URL = "expected a server URL like http://localhost:8000"
 BAD_PORT = "the port is not a number from 0 to 65535"
+#: ``user:password@`` at the start of a URL's authority (up to its last ``@``), by text alone.
+_USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#]*@")
+
+
+def hide_credentials(url: str) -> str:
+    """``url`` without ``user:password@``, for messages: by text, so that it works on a URL
+    that does not parse too (the one an error message is about)."""
+    return _USERINFO.sub(lambda match: match.group(1) or "", url, count=1)
 
 
 @dataclass(frozen=True)
@@ -62,11 +71,11 @@ def split_url(url: str) -> ServerUrl:
         parts = urlsplit(text if "://" in text else f"http://{text}")
         hostname = parts.hostname or ""
     except ValueError:  # "Invalid IPv6 URL": a bracket without its pair
-        raise ValueError(f"{url!r}: {NOT_A_URL}") from None
+        raise ValueError(f"{hide_credentials(url)!r}: {NOT_A_URL}") from None
     try:
         port = parts.port
     except ValueError:
-        raise ValueError(f"{url!r}: {BAD_PORT}") from None
+        raise ValueError(f"{hide_credentials(url)!r}: {BAD_PORT}") from None
     host = f"[{hostname}]" if ":" in hostname else hostname
     return ServerUrl(parts.scheme, host, port, parts.path, parts.query, parts.fragment,
                      parts.username)

@@ -332,6 +332,10 @@ class MetricsScrape:
     samples: list[MetricSample] = field(default_factory=list)
     #: Lines that could not be parsed (they are skipped, and counted).
     bad_lines: int = 0
+    #: Lines past the parse budget, not read (0: the whole page was read).
+    unread_lines: int = 0
+    #: Where the page was read, without credentials, when the endpoint redirected; else "".
+    redirected_to: str = ""
 
 
 @dataclass

@@ -116,8 +116,9 @@ def server_answers_badly(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the server is live and ready, each endpoint triton-doctor read answered
     (repository index, configs, statistics, shared-memory status), and the metrics page parsed
-    without unreadable lines and holds per-model families when models are READY. Not live or
-    not ready is an error; the rest are warnings naming the endpoint and its answer.
+    without unreadable lines, was read whole, and holds per-model families when models are
+    READY. Not live or not ready is an error; the rest are warnings naming the endpoint and its
+    answer, and a note when the metrics endpoint redirected (on the same host and port).
 
     Why it matters: a server that is not ready fails health checks and is taken out of load
     balancing; endpoints answering 500 or garbage usually mean a proxy in front of it, an
@@ -164,6 +165,19 @@ def server_answers_badly(view: LiveView) -> Iterator[Hit]:
                   "(they were skipped)",
                   fix="Check --metrics-url points at tritonserver's /metrics, not a proxy page.",
                   evidence={"bad_lines": bad})
+    unread = max((scrape.unread_lines for scrape in scrapes), default=0)
+    if unread:
+        yield Hit(message=f"the metrics page is longer than triton-doctor reads: its last "
+                  f"{unread} lines were not read, so the metrics rules saw only part of it",
+                  fix="Check --metrics-url points at tritonserver's /metrics: Triton's page for "
+                  "a thousand models has ~30 000 lines.",
+                  evidence={"unread_lines": unread})
+    moved = next((s.redirected_to for s in reversed(scrapes) if s.redirected_to), "")
+    if moved and view.metrics is not None:
+        yield Hit(message=f"the metrics endpoint {view.metrics.url} redirected to {moved}; the "
+                  "page was read there",
+                  fix=f"Give --metrics-url {moved}, so that no redirect is needed.",
+                  severity=Severity.INFO, evidence={"redirected_to": moved})
 
 
 def _busy(view: LiveView) -> Iterator[ModelRates]:

@@ -1,4 +1,4 @@
-"""checks.http on its own: the typed failures of one bounded request, and the cause walker.
+"""checks.fetch on its own: the typed failures of one bounded request, and the cause walker.
 
 The words users see are pinned by the callers' tests (test_server_collector, test_metrics).
 """
@@ -21,7 +21,6 @@ from triton_doctor.checks.fetch import (
     TooSlow,
     causes,
     fetch,
-    open_session,
 )
 
 
@@ -55,8 +54,7 @@ def one_answer(head: bytes, body: bytes = b"", drip_s: float = 0.0) -> Iterator[
 
 
 def _fetch(url: str, max_bytes: int = 1 << 20, timeout: float = 1.0) -> Answer:
-    with open_session() as session:
-        return fetch(session, url, timeout=timeout, max_bytes=max_bytes)
+    return fetch(url, timeout=timeout, max_bytes=max_bytes)
 
 
 def test_answer_has_status_headers_body() -> None:
@@ -97,6 +95,15 @@ def test_a_trickle_is_bounded_as_a_whole() -> None:
         _fetch(url, timeout=0.5)
     assert time.monotonic() - started < 1.5
     assert 0 < raised.value.size < 100
+
+
+def test_headers_a_byte_at_a_time_are_bounded_as_a_whole() -> None:
+    started = time.monotonic()
+    with one_answer(b"", b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 100, drip_s=0.05) as url, \
+            pytest.raises(TimedOut) as raised:
+        _fetch(url, timeout=0.5)
+    assert time.monotonic() - started < 1.5
+    assert not raised.value.connecting
 
 
 def test_silence_times_out_after_connecting() -> None:
