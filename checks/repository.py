@@ -6,10 +6,12 @@ anything from the repository.
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
 from triton_doctor import model_config, normalize
+from triton_doctor.checks.display import display_name
 from triton_doctor.checks.formats import read_model_file
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
@@ -18,10 +20,14 @@ from triton_doctor.view import read_version_dir
 
 #: A model configuration is a few kilobytes; past this the file is not a configuration.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
-#: Limits on what is listed below a model directory (weights folders can hold many files).
-MAX_ENTRIES_PER_DIR = 2000
+#: Budgets for listing below a model directory: weights folders hold thousands of shards, so
+#: these only stop hostile directories. A listing that reaches one stops, the evidence says so,
+#: and the files the backend loads are still looked up by name.
+MAX_ENTRIES_PER_DIR = 100_000
 MAX_TREE_DEPTH = 4
-MAX_TREE_ENTRIES = 5000
+MAX_TREE_ENTRIES = 100_000
+#: Files the server looks for in a version directory to infer the backend.
+KNOWN_MODEL_FILES = (*normalize.DEFAULT_FILENAME.values(), *normalize.TF_FILENAME.values())
 DATA_DIRS = ("warmup/", "initial_state/")
 
 
@@ -42,81 +48,123 @@ def collect_repository(path: str | Path, config_name: str | None = None) -> Repo
     ``configs/<config_name>.pbtxt`` is read instead of config.pbtxt when it exists.
     """
     root = Path(path)
+    shown = display_name(str(root))
     try:
         if not root.exists():
-            raise TargetError(f"{root}: no such directory")
+            raise TargetError(f"{shown}: no such directory")
         if not root.is_dir():
-            raise TargetError(f"{root}: not a directory; give the model repository's directory")
+            raise TargetError(f"{shown}: not a directory; give the model repository's directory")
         with os.scandir(root) as listing:
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as error:
-        raise TargetError(f"{root}: cannot read the repository: {_describe(error)}") from None
+        raise TargetError(f"{shown}: cannot read the repository: {_describe(error)}") from None
     models = []
     for entry in entries:
         model = _collect_model(entry, config_name)
         if model is not None:
             models.append(model)
-    return RepositoryEvidence(path=str(root), models=models)
+    return RepositoryEvidence(path=shown, models=models)
 
 
 def _collect_model(entry: os.DirEntry[str], config_name: str | None) -> ModelDir | None:
+    """The model directory ``entry``; names in the evidence are shown forms (see
+    ``display_name``), while every read goes through ``entry.path``."""
     config_path = os.path.join(entry.path, "config.pbtxt")
+    model = ModelDir(name=display_name(entry.name), path=display_name(entry.path),
+                     config=ConfigFile(display_name(config_path), False))
     try:
         is_dir = entry.is_dir()
         if entry.is_symlink():
             os.stat(entry.path)  # resolves the link: raises on loops and dangling targets
     except OSError as error:
-        return ModelDir(
-            name=entry.name,
-            path=entry.path,
-            config=ConfigFile(path=config_path, present=False),
-            unreadable=_describe(error),
-        )
+        model.unreadable = _describe(error)
+        return model
     if not is_dir:
         return None  # plain files at the repository root are ignored by the server
-    model = ModelDir(name=entry.name, path=entry.path, config=ConfigFile(config_path, False))
     try:
-        with os.scandir(entry.path) as listing:
-            children = sorted(listing, key=lambda child: child.name)[:MAX_ENTRIES_PER_DIR]
+        children, model.listing_stopped_after = _list(entry.path, MAX_ENTRIES_PER_DIR)
     except OSError as error:
         model.unreadable = _describe(error)
         return model
-    for child in children:
-        if child.name == "config.pbtxt":
-            model.config = _read_config(child.path)
-        elif _is_dir(child):
-            model.subdirs.append(_collect_subdir(child))
+    subdirs = [child for child in children if child.name != "config.pbtxt" and _is_dir(child)]
+    model.subdirs = [_collect_subdir(child) for child in subdirs]
+    listed = any(child.name == "config.pbtxt" for child in children)
+    if listed or (model.listing_stopped_after is not None and os.path.lexists(config_path)):
+        model.config = _read_config(config_path)
     if config_name:
         custom = os.path.join(entry.path, "configs", f"{config_name}.pbtxt")
-        if os.path.isfile(custom):
+        if os.path.exists(custom):  # as the server's FileExists: a FIFO or directory counts
             model.config = _read_config(custom)
-    model.tree = _tree(entry.path)
-    model.data_files = _data_files(entry.path, model.tree)
-    _read_model_files(model)
+    tree, model.tree_stopped_after = _tree(entry.path)
+    model.tree = [display_name(path) for path in tree]
+    model.data_files = _data_files(entry.path, tree)
+    _read_model_files(model, [child.path for child in subdirs])
     return model
 
 
-def _read_model_files(model: ModelDir) -> None:
+def _read_model_files(model: ModelDir, subdir_paths: list[str]) -> None:
     """Read, in every version directory, the files the model's backend would load.
 
     Which files those are follows from the config as the server completes it (backend,
-    default_model_filename, cc_model_filenames); only their headers are read.
+    default_model_filename, cc_model_filenames); only their headers are read. A Python
+    model's file is parsed with ``ast``; ``subdir_paths`` are the real paths of
+    ``model.subdirs``.
     """
     parsed = model.config.message() if model.config.present else model_config.new_config()
-    if parsed is None:
+    config, _ = normalize.complete(
+        parsed if parsed is not None else model_config.new_config(), model.name, model)
+    if config.backend == "python":
+        _read_python_files(model, subdir_paths, config.default_model_filename or "model.py")
+    if parsed is None or config.backend in ("", "python") or config.platform == "ensemble":
         return
-    config, _ = normalize.complete(parsed, model.name, model)
-    if config.backend in ("", "python") or config.platform == "ensemble":
-        return
-    names = dict.fromkeys([config.default_model_filename, *config.cc_model_filenames.values()])
-    for subdir in model.subdirs:
+    names = [config.default_model_filename, *config.cc_model_filenames.values()]
+    for subdir, directory in zip(model.subdirs, subdir_paths, strict=True):
         if read_version_dir(subdir.name).number is None:
             continue
-        for name in names:
+        _look_up(subdir, directory, names)
+        for name in dict.fromkeys(names):
             if name and (name in subdir.entries or f"{name}/" in subdir.entries):
-                subdir.model_files.append(
-                    read_model_file(model.path, f"{subdir.name}/{name}", config.backend)
-                )
+                found = read_model_file(os.path.dirname(directory),
+                                        f"{os.path.basename(directory)}/{name}", config.backend)
+                found.path = display_name(found.path)
+                subdir.model_files.append(found)
+
+
+def _read_python_files(model: ModelDir, subdir_paths: list[str], filename: str) -> None:
+    """Parse the file the Python backend imports from each version directory (only that one:
+    a directory of 100,000 .py files must not cost 100,000 parses)."""
+    for subdir, directory in zip(model.subdirs, subdir_paths, strict=True):
+        if read_version_dir(subdir.name).number is None:
+            continue
+        _look_up(subdir, directory, [filename])
+        if filename in subdir.entries:
+            subdir.python.append(read_python_source(os.path.join(directory, filename)))
+
+
+def _list(path: str, budget: int) -> tuple[list[os.DirEntry[str]], int | None]:
+    """The entries of the directory ``path`` by name, at most ``budget`` of them, and the
+    number listed when the budget stopped the listing (None when it is complete)."""
+    with os.scandir(path) as listing:
+        entries = list(itertools.islice(listing, budget + 1))
+    stopped = budget if len(entries) > budget else None
+    return sorted(entries[:budget], key=lambda entry: entry.name), stopped
+
+
+def _look_up(subdir: Subdir, directory: str, names: list[str]) -> None:
+    """Add to a listing that stopped at its budget the entries among ``names`` that exist, so
+    no file the server needs is taken for missing. Only plain names are looked up: a name
+    such as ``../x`` never leads the lookup out of the directory."""
+    if subdir.listing_stopped_after is None:
+        return
+    listed = set(subdir.entries)
+    for name in names:
+        if not name or "/" in name or name in (".", ".."):
+            continue
+        path = os.path.join(directory, name)
+        entry = name + "/" if os.path.isdir(path) else name
+        if entry not in listed and os.path.lexists(path):
+            listed.add(entry)
+    subdir.entries = sorted(listed)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
@@ -127,7 +175,7 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 
 def _read_config(path: str) -> ConfigFile:
-    config = ConfigFile(path=path, present=True)
+    config = ConfigFile(path=display_name(path), present=True)
     if os.path.isdir(path):
         config.unreadable = "is a directory, not a file"
         return config
@@ -157,19 +205,15 @@ def _read_config(path: str) -> ConfigFile:
 
 
 def _collect_subdir(entry: os.DirEntry[str]) -> Subdir:
-    subdir = Subdir(name=entry.name)
+    subdir = Subdir(name=display_name(entry.name))
     try:
-        with os.scandir(entry.path) as listing:
-            names = sorted(child.name + ("/" if _is_dir(child) else "") for child in listing)
+        children, subdir.listing_stopped_after = _list(entry.path, MAX_ENTRIES_PER_DIR)
     except OSError as error:
         subdir.unreadable = _describe(error)
         return subdir
-    subdir.entries = names[:MAX_ENTRIES_PER_DIR]
-    subdir.python = [
-        read_python_source(os.path.join(entry.path, name))
-        for name in subdir.entries
-        if name.endswith(".py")
-    ]
+    subdir.entries = [display_name(child.name) + ("/" if _is_dir(child) else "")
+                      for child in children]
+    _look_up(subdir, entry.path, list(KNOWN_MODEL_FILES))
     return subdir
 
 
@@ -179,24 +223,31 @@ def _data_files(model_path: str, tree: list[str]) -> dict[str, int]:
     for relative in tree:
         if relative.startswith(DATA_DIRS) and not relative.endswith("/"):
             try:
-                sizes[relative] = os.stat(os.path.join(model_path, relative)).st_size
+                sizes[display_name(relative)] = os.stat(os.path.join(model_path, relative)).st_size
             except OSError:
                 continue
     return sizes
 
 
-def _tree(model_path: str) -> list[str]:
-    """Relative paths below the model directory, bounded; symbolic links are not followed."""
+def _tree(model_path: str) -> tuple[list[str], int | None]:
+    """Relative paths below the model directory (real names), depth first, down to
+    MAX_TREE_DEPTH levels and at most MAX_TREE_ENTRIES of them; and the number listed when
+    that budget stopped the walk (None when complete). Symbolic links are not followed."""
     paths: list[str] = []
-    for current, dirnames, filenames in os.walk(model_path, followlinks=False):
-        relative = os.path.relpath(current, model_path)
-        depth = 0 if relative == "." else relative.count(os.sep) + 1
-        prefix = "" if relative == "." else relative.replace(os.sep, "/") + "/"
-        dirnames.sort()
-        paths.extend(prefix + name + "/" for name in dirnames)
-        paths.extend(prefix + name for name in sorted(filenames))
-        if depth + 1 >= MAX_TREE_DEPTH:
-            dirnames.clear()
-        if len(paths) >= MAX_TREE_ENTRIES:
-            break
-    return paths[:MAX_TREE_ENTRIES]
+    pending = [("", model_path, 0)]
+    while pending:
+        prefix, directory, depth = pending.pop()
+        budget = MAX_TREE_ENTRIES - len(paths)
+        try:
+            children, stopped = _list(directory, budget)
+        except OSError:
+            continue
+        dirs = [child for child in children if _is_dir(child)]
+        paths.extend(prefix + child.name + "/" for child in dirs)
+        paths.extend(prefix + child.name for child in children if not _is_dir(child))
+        if stopped is not None:
+            return paths, len(paths)
+        if depth + 1 < MAX_TREE_DEPTH:
+            pending.extend((prefix + child.name + "/", child.path, depth + 1)
+                           for child in reversed(dirs) if not child.is_symlink())
+    return paths, None

@@ -134,6 +134,9 @@ class OnnxFacts:
     #: External data files the graph references (relative to the .onnx file) and those absent.
     external_data: list[str] = field(default_factory=list)
     missing_external_data: list[str] = field(default_factory=list)
+    #: External data locations that are absolute or lead out of the .onnx file's directory;
+    #: they are never looked up (the lookup would tell whether any file on the host exists).
+    outside_external_data: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -182,6 +185,9 @@ class ModelFile:
     kind: str = "unknown"
     #: Why the file cannot be what its backend needs (truncated, a pickle, ...), or None.
     problem: str | None = None
+    #: Why the reader stopped short of what it needs (a budget ran out on an attacker-sized
+    #: structure); the facts it holds are then partial, and inputs/outputs None.
+    not_read: str | None = None
     inputs: list[TensorInfo] | None = None
     outputs: list[TensorInfo] | None = None
     onnx: OnnxFacts | None = None
@@ -194,9 +200,13 @@ class Subdir:
     """A subdirectory of a model directory (a version directory, or something else)."""
 
     name: str
-    #: Names of the entries inside it; directories end with "/".
+    #: Names of the entries inside it; directories end with "/". When the listing stopped
+    #: (``listing_stopped_after``), the files the backend loads were still looked up by name.
     entries: list[str] = field(default_factory=list)
     unreadable: str | None = None
+    #: The number of entries listed when the listing reached its budget (the directory holds
+    #: more); None when every entry is listed.
+    listing_stopped_after: int | None = None
     #: The Python files directly inside it, as ``ast`` reads them.
     python: list[PythonSource] = field(default_factory=list)
     #: The model files inside it that the model's backend would load, read by header.
@@ -214,6 +224,11 @@ class ModelDir:
     #: Every path below the model directory (relative, "/"-separated, directories end with "/"),
     #: up to a depth and count limit: enough to resolve label, warmup and runtime references.
     tree: list[str] = field(default_factory=list)
+    #: The number of paths in ``tree`` when the walk reached its budget; None when complete.
+    tree_stopped_after: int | None = None
+    #: The number of entries listed in the model directory itself when its listing reached
+    #: its budget; None when every entry is listed.
+    listing_stopped_after: int | None = None
     #: Sizes in bytes of the data files the server reads: ``warmup/*``, ``initial_state/*``.
     data_files: dict[str, int] = field(default_factory=dict)
     unreadable: str | None = None

@@ -152,7 +152,7 @@ class ModelView:
         if config.backend != "python" or not self.loaded_versions:
             return None
         filename = config.default_model_filename or "model.py"
-        sub = self._version_dir(self.loaded_versions[0])
+        sub = self.version_dir(self.loaded_versions[0])
         return next((s for s in sub.python if s.name == filename), None) if sub else None
 
     @property
@@ -174,18 +174,22 @@ class ModelView:
 
     def version_files(self, number: int) -> list[ModelFile]:
         """Every model file read in the directory the backend opens for ``number``."""
-        sub = self._version_dir(number)
+        sub = self.version_dir(number)
         return sub.model_files if sub else []
 
-    def version_entries(self, number: int) -> list[str] | None:
-        """Entries of the directory the backend opens for a version: ``<model>/<number>/``."""
-        sub = self._version_dir(number)
-        return sub.entries if sub else None
-
-    def _version_dir(self, number: int) -> Subdir | None:
-        """The directory the backend opens for version ``number``."""
+    def version_dir(self, number: int) -> Subdir | None:
+        """The directory the backend opens for version ``number``: ``<model>/<number>/``."""
         return next((sub for sub in self.dir.subdirs if sub.name == version_dir_name(number)),
                     None)
+
+    def tree_shows_absent(self, relative: str) -> bool:
+        """Whether the listing of the model directory shows that ``relative`` is not there:
+        never when the walk stopped at its budget before listing everything."""
+        return self.dir.tree_stopped_after is None and relative not in self._tree
+
+    @cached_property
+    def _tree(self) -> frozenset[str]:
+        return frozenset(self.dir.tree)
 
     @cached_property
     def _lines(self) -> dict[str, int]:

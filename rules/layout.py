@@ -14,6 +14,8 @@ from triton_doctor.view import ModelView, RepositoryView, version_dir_name
 _VERSION_LIKE = re.compile(r"\d|^(latest|current|stable|prod)$", re.IGNORECASE)
 #: Directories that tools leave in repositories and that are never models.
 JUNK_DIRS = {"__pycache__", "lost+found", "__MACOSX"}
+#: Files of a version directory named in a message (a weights folder holds thousands).
+HOLDS_SHOWN = 10
 
 
 def is_stray(model: ModelView) -> bool:
@@ -280,8 +282,10 @@ def model_file_missing(model: ModelView, repository: RepositoryView) -> Iterator
     filename, may_be_dir = expected
     alternatives = set(model.effective.cc_model_filenames.values())
     for number in model.loaded_versions:
-        entries = model.version_entries(number)
-        present = set(entries or [])
+        sub = model.version_dir(number)
+        if sub is not None and sub.unreadable:
+            continue  # TD111 says it cannot be read; what it holds is unknown
+        present = set(sub.entries if sub else [])
         if filename in present or (may_be_dir and filename + "/" in present):
             continue
         if present & alternatives:
@@ -289,12 +293,7 @@ def model_file_missing(model: ModelView, repository: RepositoryView) -> Iterator
         directory = version_dir_name(number)
         path = f"{model.dir.path}/{directory}/{filename}"
         hangs = model.effective.backend == "python"
-        if entries is None:
-            holds = "that directory does not exist"
-        else:
-            holds = "it holds: " + (
-                ", ".join(e for e in sorted(present) if not e.endswith("/")) or "nothing"
-            )
+        holds = "that directory does not exist" if sub is None else _holds(present)
         yield Hit(
             message=f"version {number}: no {filename} in {directory}/ ({holds})"
             + ("; the server's load of this model hangs instead of failing" if hangs else ""),
@@ -303,6 +302,14 @@ def model_file_missing(model: ModelView, repository: RepositoryView) -> Iterator
             version=str(number),
             path=f"{model.dir.path}/{number}",
         )
+
+
+def _holds(entries: set[str]) -> str:
+    """"it holds: a, b, c" naming at most HOLDS_SHOWN of a version directory's files."""
+    files = sorted(e for e in entries if not e.endswith("/"))
+    shown = ", ".join(files[:HOLDS_SHOWN]) or "nothing"
+    more = len(files) - HOLDS_SHOWN
+    return f"it holds: {shown}" + (f" and {more} more files" if more > 0 else "")
 
 
 @rule("TD109", "config-missing", "info", "No config.pbtxt", needs=())
@@ -355,7 +362,6 @@ def label_file(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
 
     Fix: put the labels file in the model directory and name it relative to it.
     """
-    tree = set(model.dir.tree)
     for index, output in enumerate(model.effective.output):
         if not output.label_filename:
             continue
@@ -370,7 +376,7 @@ def label_file(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
                 fix="Move the labels file into the model directory.",
                 field=f"output[{index}].label_filename",
             )
-        elif relative not in tree:
+        elif model.tree_shows_absent(relative):
             yield Hit(
                 message=f"label file '{output.label_filename}' of output '{output.name}' does "
                 "not exist",
@@ -384,11 +390,13 @@ def label_file(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
 @rule("TD111", "model-dir-unreadable", "error", "Model directory cannot be read", needs=())
 def model_dir_unreadable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: that every model directory can be listed: no permission problem, no
-    symbolic link loop or dangling link.
+    What it checks: that every model directory, and every subdirectory in it, can be
+    listed: no permission problem, no symbolic link loop or dangling link.
 
     Why it matters: the server fails to poll the directory (a dangling link can fail the
-    listing of the whole repository).
+    listing of the whole repository); a version directory it cannot read fails that
+    version's load. Other unreadable subdirectories are warnings: the server skips them,
+    but a model that reads its own assets fails.
 
     Example: `chmod 700` by another user on a shared volume → readable by the server's user.
 
@@ -400,6 +408,17 @@ def model_dir_unreadable(model: ModelView, repository: RepositoryView) -> Iterat
             fix="Make the directory readable by the server's user, or remove the broken link.",
             path=model.dir.path,
         )
+    for sub, version in zip(model.dir.subdirs, model.versions, strict=True):
+        if sub.unreadable:
+            path = f"{model.dir.path}/{sub.name}"
+            yield Hit(
+                message=f"{path} cannot be read: {sub.unreadable}"
+                + (f"; version {version.number} cannot load" if version.number is not None
+                   else ""),
+                fix=f"Make {path} readable by the server's user (chmod a+rx), or remove it.",
+                severity=None if version.number is not None else Severity.WARNING,
+                path=path,
+            )
 
 
 @rule(
@@ -469,6 +488,8 @@ def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hi
                     field="runtime",
                 )
             return
+    if model.dir.tree_stopped_after is not None:
+        return  # the walk stopped before it could tell; TD114 says so
     searched = " ".join(
         f"'{model.dir.path}/{base}'" if base else f"'{model.dir.path}'" for base in search
     )
@@ -479,4 +500,51 @@ def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hi
         f"searched: {searched}",
         fix="Copy the library into the model directory and give its bare file name.",
         field="runtime",
+    )
+
+
+@rule("TD114", "check-incomplete", "warning", "Part of the model is too large to check", needs=())
+def check_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: whether triton-doctor had to stop reading part of a model: a directory
+    of over 100,000 entries, a model directory of over 100,000 paths, or a model file whose
+    metadata (zip directory, ONNX graph inputs, outputs, initializers or nodes) is larger
+    than any real model's.
+
+    Why it matters: such sizes come from a broken export or a hostile repository, and they
+    would cost minutes and gigabytes to walk. The rest is judged; what was not read is not,
+    so a clean report is not a clean bill of health for that part.
+
+    Example: `1/` holding 150,000 shard files → keep weights in fewer, larger files.
+
+    Fix: look at what the message names; remove stray files, or re-export the model.
+    """
+    if model.dir.listing_stopped_after is not None:
+        yield _stopped(model.dir.path, model.dir.listing_stopped_after,
+                       "subdirectories past that point are not judged")
+    elif model.dir.tree_stopped_after is not None:
+        yield _stopped(model.dir.path, model.dir.tree_stopped_after,
+                       "files referenced by the config (labels, warmup data, runtime) "
+                       "that are not among them are not judged", what="paths below it")
+    for sub in model.dir.subdirs:
+        if sub.listing_stopped_after is not None:
+            yield _stopped(f"{model.dir.path}/{sub.name}", sub.listing_stopped_after,
+                           "the files the backend loads were still looked up by name")
+        for found in sub.model_files:
+            if found.not_read:
+                yield Hit(
+                    message=f"{found.path} was not fully read: {found.not_read}; rules that "
+                    "compare the config with the model file did not judge it",
+                    fix="Check how the file was exported: real models stay far below this.",
+                    path=f"{model.dir.path}/{found.path}",
+                    evidence={"size_bytes": found.size_bytes},
+                )
+
+
+def _stopped(path: str, count: int, consequence: str, what: str = "entries") -> Hit:
+    return Hit(
+        message=f"listing of {path} stopped after {count} {what}; {consequence}",
+        fix=f"Move what does not belong in {path} out of the model repository.",
+        path=path,
+        evidence={"entries_listed": count},
     )

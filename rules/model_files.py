@@ -115,3 +115,37 @@ def onnx_external_data_missing(model: ModelView, repository: RepositoryView) -> 
             version=str(number),
             evidence={"missing_files": missing},
         )
+
+
+@rule("TD312", "onnx-external-data-outside", "error",
+      "ONNX external data lies outside the model's directory")
+def onnx_external_data_outside(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the external-data locations an ONNX model names are relative paths that
+    stay in the .onnx file's directory: not absolute (`/data/weights.bin`), not climbing out
+    (`../shared/weights.bin`), not through a symbolic link that leads out.
+
+    Why it matters: ONNX Runtime refuses such locations (absolute paths are not allowed, and
+    a path that escapes the model directory is rejected), so the session is not created and
+    the version does not load; older runtimes read whatever file the path names. triton-doctor
+    never looks such a path up, so the report tells nothing about files outside the model.
+
+    Example: location `../../weights/model.onnx.data` → copy the data file beside the model
+    and re-save it with `location="model.onnx.data"`.
+
+    Fix: keep the data files next to the .onnx file and record their bare names
+    (`onnx.save_model(m, path, save_as_external_data=True, location="model.onnx.data")`).
+    """
+    for number, found in model_files(model):
+        if found.onnx is None or not found.onnx.outside_external_data:
+            continue
+        outside = found.onnx.outside_external_data
+        yield Hit(
+            message=f"{found.path} names external data outside its directory: "
+            f"{', '.join(repr(location) for location in outside)}",
+            fix="Copy the data files next to the .onnx file and re-save the model with "
+            "location set to their bare file names.",
+            path=f"{model.dir.path}/{found.path}",
+            version=str(number),
+            evidence={"outside_locations": outside},
+        )

@@ -26,6 +26,8 @@ from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.registry import Rule, all_rules, select_rules
 
+from fixtures.generate.hostile_models import onnx_with_inputs
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 RULES = all_rules()
 
@@ -46,9 +48,17 @@ def _build_td204(repo: Path) -> None:
     (repo / "config_is_dir" / "config.pbtxt").mkdir()
 
 
+def _build_td114(repo: Path) -> None:
+    """An ONNX graph of 100,001 inputs, one over the reader's budget."""
+    version = repo / "graph_bomb" / "1"
+    version.mkdir()
+    (version / "model.onnx").write_bytes(onnx_with_inputs(100_001))
+
+
 #: (rule id, fixture kind) -> what to add to a copy of the committed directory.
 BUILDERS: dict[tuple[str, str], Callable[[Path], None]] = {
     ("TD111", "fail"): _build_td111,
+    ("TD114", "fail"): _build_td114,
     ("TD204", "fail"): _build_td204,
 }
 
@@ -106,9 +116,9 @@ def _findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
 #: failures it reports without a message of its own (TD111, TD302), and live symptoms read
 #: from numbers. Every other rule's findings on fail/ quote the server.
 WITHOUT_SERVER_WORDS = frozenset({
-    "TD106", "TD111", "TD112", "TD216", "TD217", "TD224", "TD225", "TD226", "TD234", "TD302",
-    "TD310", "TD602", "TD611", "TD612", "TD613", "TD614", "TD615", "TD701", "TD702", "TD711",
-    "TD712", "TD713", "TD715",
+    "TD106", "TD111", "TD112", "TD114", "TD216", "TD217", "TD224", "TD225", "TD226", "TD234",
+    "TD302", "TD310", "TD312", "TD602", "TD611", "TD612", "TD613", "TD614", "TD615", "TD701",
+    "TD702", "TD711", "TD712", "TD713", "TD715",
 })
 
 

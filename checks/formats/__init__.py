@@ -8,6 +8,7 @@ is read as a zip (code with ``ast``), TensorRT plans by their header, OpenVINO I
 from __future__ import annotations
 
 import os
+import struct
 
 from triton_doctor.checks.formats import onnx, openvino, sniff, tensorrt, torchscript
 from triton_doctor.evidence import ModelFile
@@ -21,14 +22,25 @@ READERS = {
     "tensorrt": tensorrt.read_plan,
     "openvino": openvino.read_openvino,
 }
+#: What a reader meeting bytes it did not expect may raise; any of them is that file's problem.
+PARSE_ERRORS = (ValueError, OverflowError, struct.error, RecursionError, MemoryError)
 
 
 def read_model_file(model_path: str, relative: str, backend: str) -> ModelFile:
     """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it.
 
     ``relative`` was listed in its directory a moment before, so one that is gone now is a
-    dangling symbolic link, and is called so (as config.pbtxt is).
+    dangling symbolic link, and is called so (as config.pbtxt is). A reader that fails on
+    bytes it did not foresee makes that the file's problem, never the end of the check.
     """
+    try:
+        return _read(model_path, relative, backend)
+    except PARSE_ERRORS as error:
+        return ModelFile(path=relative, problem=f"cannot be parsed: {type(error).__name__}: "
+                         f"{error} (the file is corrupt, or triton-doctor misreads it)")
+
+
+def _read(model_path: str, relative: str, backend: str) -> ModelFile:
     path = os.path.join(model_path, relative)
     if os.path.isdir(path):
         if backend != "onnxruntime":

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import BinaryIO
@@ -30,7 +31,17 @@ MODEL_FIELDS = {
 #: Field numbers above this may be added by a future ONNX, so they do not count against it.
 LAST_KNOWN_MODEL_FIELD = 26
 IR_VERSION, PRODUCER_NAME, PRODUCER_VERSION, GRAPH, OPSET_IMPORT = 1, 2, 3, 7, 8
+GRAPH_NODE = 1
 GRAPH_INITIALIZER, GRAPH_INPUT, GRAPH_OUTPUT, GRAPH_SPARSE_INITIALIZER = 5, 11, 12, 15
+#: Graph fields read at most, by kind: real models hold hundreds of inputs and outputs and
+#: up to tens of thousands of initializers and nodes; a crafted graph of millions would cost
+#: minutes and gigabytes (2 M inputs: 4.4 GB, 199 s). Nodes are only stepped over, so more.
+GRAPH_BUDGETS = {
+    GRAPH_INPUT: ("inputs", 100_000), GRAPH_OUTPUT: ("outputs", 100_000),
+    GRAPH_INITIALIZER: ("initializers", 100_000),
+    GRAPH_SPARSE_INITIALIZER: ("sparse initializers", 100_000),
+    GRAPH_NODE: ("nodes", 1_000_000),
+}
 TENSOR_NAME, TENSOR_EXTERNAL_DATA, TENSOR_DATA_LOCATION = 8, 13, 14
 DATA_LOCATION_EXTERNAL = 1
 
@@ -74,6 +85,10 @@ OTHER_KINDS = {
 }
 #: How many leading bytes are quoted when a file turns out to be text.
 TEXT_QUOTE = 40
+
+
+class GraphTooLarge(Exception):
+    """A graph field kind ran over its budget in GRAPH_BUDGETS; the sentence says which."""
 
 
 class WireError(Exception):
@@ -291,13 +306,22 @@ class GraphFacts:
     initializers: set[str] = field(default_factory=set)
     #: External data files in the order first named (a dict keeps them distinct and ordered).
     external: dict[str, None] = field(default_factory=dict)
+    #: Fields seen so far by field number, for GRAPH_BUDGETS.
+    counts: dict[int, int] = field(default_factory=dict)
 
 
 def read_graph(wire: Wire, start: int, end: int, facts: GraphFacts) -> None:
-    """Collect a GraphProto's inputs, outputs and initializers; nodes are skipped whole."""
+    """Collect a GraphProto's inputs, outputs and initializers; nodes are skipped whole.
+    Raises GraphTooLarge when a kind of field runs over its budget."""
     for number, wire_type, a, b in wire.fields(start, end):
         if wire_type != LEN:
             continue
+        if number in GRAPH_BUDGETS:
+            count = facts.counts[number] = facts.counts.get(number, 0) + 1
+            what, budget = GRAPH_BUDGETS[number]
+            if count > budget:
+                raise GraphTooLarge(f"its graph has over {budget} {what}, more than any real "
+                                    "model holds")
         if number == GRAPH_INITIALIZER:
             read_initializer(wire, a, b, facts)
         elif number == GRAPH_SPARSE_INITIALIZER:
@@ -453,13 +477,17 @@ def read_wire(wire: Wire, path: str) -> ModelFile:
         opsets = dict(read_opset(wire, start, end) for start, end in top.opsets)
     except WireError as error:
         return ModelFile(path=path, size_bytes=wire.size, kind="onnx", problem=error.sentence)
+    except GraphTooLarge as error:
+        return ModelFile(path=path, size_bytes=wire.size, kind="onnx", not_read=str(error))
+    missing, outside = check_external(path, list(graph.external))
     facts = OnnxFacts(
         ir_version=top.ir_version or 0,
         opsets=opsets,
         producer=f"{top.producer_name} {top.producer_version}".strip(),
         initializer_inputs=[info.name for info in graph.inputs if info.name in graph.initializers],
         external_data=list(graph.external),
-        missing_external_data=missing_files(path, list(graph.external)),
+        missing_external_data=missing,
+        outside_external_data=outside,
     )
     found = ModelFile(path=path, size_bytes=wire.size, kind="onnx", onnx=facts,
                       problem=header_problem(top))
@@ -482,10 +510,28 @@ def header_problem(top: TopLevel) -> str | None:
     return None
 
 
-def missing_files(path: str, locations: list[str]) -> list[str]:
-    """The external data locations that are not files next to the model."""
-    directory = os.path.dirname(path)
-    return [loc for loc in locations if not os.path.isfile(os.path.join(directory, loc))]
+def check_external(path: str, locations: list[str]) -> tuple[list[str], list[str]]:
+    """(locations that are not files next to the model at ``path``, locations outside its
+    directory: absolute, climbing out with ``..``, or through a symbolic link that leads out).
+
+    Locations outside are never looked up: that would make the report tell whether a file
+    such as /etc/shadow exists anywhere on the host. ONNX Runtime refuses them as well.
+    """
+    directory = os.path.realpath(os.path.dirname(path))
+    missing, outside = [], []
+    for location in locations:
+        normal = posixpath.normpath(location.replace("\\", "/"))
+        if normal == ".." or normal.startswith("../") or posixpath.isabs(normal):
+            outside.append(location)
+            continue
+        # Resolving follows the links in the repository; the result says nothing of whether
+        # a file outside exists, and nothing outside is looked up for existence.
+        target = os.path.realpath(os.path.join(directory, normal))
+        if os.path.commonpath([directory, target]) != directory:
+            outside.append(location)
+        elif not os.path.isfile(target):
+            missing.append(location)
+    return missing, outside
 
 
 def read_onnx(path: str) -> ModelFile:

@@ -149,7 +149,7 @@ def _read_container(
     """Fills ``facts`` from an ``ftrt`` container; returns a problem when it is truncated."""
     if len(head) >= 28:
         facts.tensorrt_version = _format_version(tuple(head[24:28]))
-    blob = _find_engine(handle, head, start)
+    blob = _find_engine(handle, head, start, available)
     if blob is not None:
         container_version = facts.tensorrt_version
         _read_engine(blob, facts)
@@ -163,6 +163,10 @@ def _read_container(
             f"is truncated: the plan header says {declared} bytes but only {available} "
             "are there (an interrupted copy or download?)"
         )
+    beyond = next((offset for _, offset in _sections(head) if offset >= available), None)
+    if beyond is not None:
+        return (f"is a corrupt plan: a section offset of {beyond} is beyond the file's "
+                f"{available} bytes")
     return None
 
 
@@ -178,10 +182,11 @@ def _sections(head: bytes) -> Iterator[tuple[bytes, int]]:
         yield head[entry : entry + 4], offset
 
 
-def _find_engine(handle: BinaryIO, head: bytes, start: int) -> bytes | None:
-    """The first bytes of the engine blob, from the ``NGNE`` section."""
+def _find_engine(handle: BinaryIO, head: bytes, start: int, available: int) -> bytes | None:
+    """The first bytes of the engine blob, from the ``NGNE`` section; an offset past the
+    ``available`` bytes of the plan is not followed (``_read_container`` reports it)."""
     for tag, offset in _sections(head):
-        if tag == ENGINE_SECTION:
+        if tag == ENGINE_SECTION and offset < available:
             blob = _read_at(handle, start + offset, HEADER_BYTES)
             if blob.startswith(PTRT):
                 return blob

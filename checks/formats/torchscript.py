@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import pickletools
+import struct
 import zipfile
 import zlib
 
@@ -26,6 +27,18 @@ MAX_CODE_BYTES = 4 * 1024 * 1024
 #: Bytes of data.pkl disassembled: the class name is its first opcodes.
 MAX_PICKLE_SCAN_BYTES = 1024 * 1024
 MAX_VERSION_BYTES = 64
+#: Budgets for the zip's central directory, which ``zipfile`` reads whole into objects (3 M
+#: entries cost 1.6 GB); real TorchScript archives hold one entry per tensor, far fewer.
+MAX_ZIP_ENTRIES = 100_000
+MAX_ZIP_DIRECTORY_BYTES = 8 * 1024 * 1024
+#: The end-of-central-directory record, its zip64 locator and zip64 record (APPNOTE 4.3.14-16).
+EOCD = b"PK\x05\x06"
+EOCD_BYTES = 22
+MAX_ZIP_COMMENT = 65535
+ZIP64_LOCATOR = b"PK\x06\x07"
+ZIP64_LOCATOR_BYTES = 20
+ZIP64_EOCD = b"PK\x06\x06"
+ZIP64_EOCD_BYTES = 56
 
 #: torch.save's legacy (non-zip) format starts with this number, pickled.
 LEGACY_TORCH_MAGIC = 0x1950A86A20F9469CFC6C
@@ -83,11 +96,43 @@ def read_torchscript(path: str) -> ModelFile:
 def _read_zip(path: str, found: ModelFile) -> None:
     found.kind = "zip"
     try:
+        found.not_read = _directory_over_budget(path)
+        if found.not_read is not None:
+            return
         with zipfile.ZipFile(path) as archive:
             _read_archive(archive, path, found)
     except ZIP_ERRORS as error:
         found.kind, found.torchscript, found.inputs = "zip", None, None
         found.problem = f"is a corrupt or truncated zip archive ({error})"
+
+
+def _directory_over_budget(path: str) -> str | None:
+    """Why the zip's central directory is too large to read, from its end records alone;
+    None when it is within budget (or has no end record: ``zipfile`` then says it is bad)."""
+    with open(path, "rb") as handle:
+        size = handle.seek(0, 2)
+        tail_start = max(0, size - EOCD_BYTES - MAX_ZIP_COMMENT - ZIP64_LOCATOR_BYTES)
+        handle.seek(tail_start)
+        tail = handle.read()
+        at = tail.rfind(EOCD)
+        if at < 0 or at + EOCD_BYTES > len(tail):
+            return None
+        _, _, _, _, entries, directory_bytes, _, _ = struct.unpack_from("<4s4H2LH", tail, at)
+        locator = at - ZIP64_LOCATOR_BYTES
+        if locator >= 0 and tail[locator:locator + 4] == ZIP64_LOCATOR:
+            (record_at,) = struct.unpack_from("<Q", tail, locator + 8)
+            if record_at + ZIP64_EOCD_BYTES <= size:
+                handle.seek(record_at)
+                record = handle.read(ZIP64_EOCD_BYTES)
+                if record[:4] == ZIP64_EOCD:
+                    entries, directory_bytes = struct.unpack_from("<2Q", record, 32)
+    if entries > MAX_ZIP_ENTRIES:
+        return (f"its zip directory lists {entries} entries, over the {MAX_ZIP_ENTRIES} "
+                "that are read")
+    if directory_bytes > MAX_ZIP_DIRECTORY_BYTES:
+        return (f"its zip directory is {directory_bytes} bytes, over the "
+                f"{MAX_ZIP_DIRECTORY_BYTES // 2**20} MiB that are read")
+    return None
 
 
 def _archive_prefix(names: list[str]) -> str:

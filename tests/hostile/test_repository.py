@@ -1,0 +1,223 @@
+"""The repository walk and the model-file readers against hostile repositories.
+
+Version directories of thousands of files, an unreadable version directory, names that are
+not UTF-8, a TensorRT section offset of 2^64-1, a zip directory and an ONNX graph of millions
+of entries, and external data outside the model directory. Every run is bounded in time (and
+in memory where the defect was memory), the other models are still judged, and nothing under
+the repository changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from triton_doctor.checks import formats
+from triton_doctor.checks.repository import MAX_ENTRIES_PER_DIR
+
+from fixtures.generate import onnx_models
+from fixtures.generate.hostile_models import onnx_with_inputs, zip_with_entries
+from fixtures.generate.plan_headers import build_plan
+from tests.helpers import GOOD_CONFIG, run_cli_without_dac_override, write_model
+
+TIMEOUT_S = 60
+#: Address-space limit for runs whose defect was memory (the CLI itself needs ~0.3 GB).
+MEMORY_BYTES = 1536 * 1024 * 1024
+#: A model whose config has a plain error: it shows the other models are still judged.
+OTHER = GOOD_CONFIG.replace("TYPE_FP32", "TYPE_NOPE", 1)
+ONNX_CONFIG = 'backend: "onnxruntime"\nmax_batch_size: 0\n'
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI, bounded in time and address space."""
+    return subprocess.run(
+        [sys.executable, "-m", "triton_doctor", *args], capture_output=True, text=True,
+        timeout=TIMEOUT_S, check=False, preexec_fn=_limit_memory,
+    )
+
+
+def _state(root: Path) -> dict[bytes, str]:
+    """Every path below ``root`` (as bytes: names need not be UTF-8) with its content's digest."""
+    state = {}
+    for current, dirs, files in os.walk(bytes(root)):
+        for name in dirs + files:
+            path = os.path.join(current, name)
+            if os.path.isfile(path) and os.access(path, os.R_OK):
+                with open(path, "rb") as handle:
+                    state[path] = hashlib.sha256(handle.read()).hexdigest()
+            else:
+                state[path] = "other"
+    return state
+
+
+def _json_check(repo: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    proc = _run("check", "--format", "json", str(repo))
+    _assert_clean(proc, 1)
+    return proc, json.loads(proc.stdout)
+
+
+def _assert_clean(proc: subprocess.CompletedProcess[str], code: int) -> None:
+    assert proc.returncode == code, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def _rules(report: dict[str, Any], model: str) -> set[str]:
+    return {f["rule"] for f in report["findings"] if f["model"] == model}
+
+
+def _onnx_model(repo: Path, name: str) -> Path:
+    version = repo / name / "1"
+    version.mkdir(parents=True)
+    (repo / name / "config.pbtxt").write_text(ONNX_CONFIG)
+    onnx_models.build(str(version / "model.onnx"), [("x", "FLOAT", [1])], [("y", "FLOAT", [1])])
+    return version
+
+
+def test_model_file_behind_thousands_of_shards_is_found(tmp_path: Path) -> None:
+    """model.layers.* sort before model.onnx: a listing cut at 2,000 names lost the model."""
+    version = _onnx_model(tmp_path, "llm")
+    for index in range(2100):
+        (version / f"model.layers.{index}.weight").touch()
+    write_model(tmp_path, "other", OTHER)
+    before = _state(tmp_path)
+    _, report = _json_check(tmp_path)
+    assert "TD108" not in _rules(report, "llm")
+    assert "TD114" not in _rules(report, "llm")
+    assert _rules(report, "other")
+    assert _state(tmp_path) == before
+
+
+def test_listing_over_budget_is_reported_and_the_model_file_still_found(tmp_path: Path) -> None:
+    version = _onnx_model(tmp_path, "llm")
+    for index in range(MAX_ENTRIES_PER_DIR + 1):
+        (version / f"model.layers.{index}.weight").touch()
+    write_model(tmp_path, "other", OTHER)
+    _, report = _json_check(tmp_path)
+    assert "TD108" not in _rules(report, "llm")
+    notes = [f["message"] for f in report["findings"] if f["rule"] == "TD114"]
+    assert any(f"{version}" in note and f"stopped after {MAX_ENTRIES_PER_DIR}" in note
+               for note in notes), notes
+    assert _rules(report, "other")
+
+
+def test_unreadable_version_directory_is_permission_denied(tmp_path: Path) -> None:
+    locked = write_model(tmp_path, "locked", GOOD_CONFIG) / "1"
+    write_model(tmp_path, "other", OTHER)
+    os.chmod(locked, 0)
+    try:
+        proc = run_cli_without_dac_override("check", "--format", "json", str(tmp_path))
+    finally:
+        os.chmod(locked, 0o755)
+    _assert_clean(proc, 1)
+    report = json.loads(proc.stdout)
+    messages = [f["message"] for f in report["findings"] if f["model"] == "locked"]
+    assert f"{locked} cannot be read: permission denied; version 1 cannot load" in messages
+    assert not any("holds: nothing" in message for message in messages)
+    assert _rules(report, "other")
+
+
+def test_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
+    root = bytes(tmp_path)
+    os.makedirs(os.path.join(root, b"caf\xe9", b"1\xff"))
+    with open(os.path.join(root, b"caf\xe9", b"config.pbtxt"), "w") as handle:
+        handle.write(GOOD_CONFIG)
+    write_model(tmp_path, "other", OTHER)
+    before = _state(tmp_path)
+    text = _run("check", str(tmp_path))
+    _assert_clean(text, 1)
+    assert "caf\\xe9" in text.stdout and "1\\xff" in text.stdout
+    _, report = _json_check(tmp_path)
+    assert {"caf\\xe9", "other"} <= {f["model"] for f in report["findings"]}
+    assert _state(tmp_path) == before
+
+
+def test_tensorrt_section_offset_beyond_the_file(tmp_path: Path) -> None:
+    plan = bytearray(build_plan(trt_version=(10, 3, 0, 26), cc=(8, 9), sms=58))
+    struct.pack_into("<Q", plan, 32 + 8, 2**64 - 1)  # the NGNE entry's offset
+    version = tmp_path / "engine" / "1"
+    version.mkdir(parents=True)
+    (tmp_path / "engine" / "config.pbtxt").write_text('backend: "tensorrt"\nmax_batch_size: 0\n')
+    (version / "model.plan").write_bytes(plan)
+    write_model(tmp_path, "other", OTHER)
+    _, report = _json_check(tmp_path)
+    messages = [f["message"] for f in report["findings"] if f["model"] == "engine"]
+    assert any(f"offset of {2**64 - 1} is beyond the file's {len(plan)} bytes" in m
+               for m in messages), messages
+    assert _rules(report, "other")
+
+
+def test_a_reader_failing_on_unforeseen_bytes_fails_only_that_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(path: str) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setitem(formats.READERS, "tensorrt", broken)
+    (tmp_path / "1").mkdir()
+    (tmp_path / "1" / "model.plan").write_bytes(b"ftrt" + bytes(60))
+    found = formats.read_model_file(str(tmp_path), "1/model.plan", "tensorrt")
+    assert found.problem is not None and found.problem.startswith("cannot be parsed")
+    assert found.path == "1/model.plan"
+
+
+def test_zip_directory_of_millions_of_entries_is_not_read(tmp_path: Path) -> None:
+    version = tmp_path / "scorer" / "1"
+    version.mkdir(parents=True)
+    (tmp_path / "scorer" / "config.pbtxt").write_text('backend: "pytorch"\nmax_batch_size: 0\n')
+    (version / "model.pt").write_bytes(zip_with_entries(3_000_000))
+    write_model(tmp_path, "other", OTHER)
+    _, report = _json_check(tmp_path)
+    notes = [f["message"] for f in report["findings"] if f["rule"] == "TD114"]
+    assert any("1/model.pt" in note and "3000000 entries" in note for note in notes), notes
+    assert _rules(report, "other")
+
+
+def test_onnx_graph_of_millions_of_inputs_is_not_walked(tmp_path: Path) -> None:
+    version = tmp_path / "wide" / "1"
+    version.mkdir(parents=True)
+    (tmp_path / "wide" / "config.pbtxt").write_text(ONNX_CONFIG)
+    (version / "model.onnx").write_bytes(onnx_with_inputs(2_000_000))
+    write_model(tmp_path, "other", OTHER)
+    _, report = _json_check(tmp_path)
+    notes = [f["message"] for f in report["findings"] if f["rule"] == "TD114"]
+    assert any("1/model.onnx" in note and "over 100000 inputs" in note for note in notes), notes
+    assert _rules(report, "other")
+
+
+@pytest.mark.parametrize("location", ["../../../secret.data", "{secret}"])
+def test_external_data_outside_is_a_finding_and_never_looked_up(
+        tmp_path: Path, location: str) -> None:
+    """The report must read the same whether the named file exists or not (no oracle)."""
+    repo = tmp_path / "repo"
+    version = _onnx_model(repo, "encoder")
+    model = onnx_models.onnx.ModelProto()
+    model.ParseFromString((version / "model.onnx").read_bytes())
+    secret = tmp_path / "secret.data"
+    tensor = model.graph.initializer.add(name="w", data_type=2, dims=[4])
+    tensor.data_location = 1  # EXTERNAL
+    tensor.external_data.add(key="location", value=location.format(secret=secret))
+    (version / "model.onnx").write_bytes(model.SerializeToString())
+    write_model(repo, "other", OTHER)
+    before = _state(repo)
+    outputs = []
+    for present in (False, True):
+        if present:
+            secret.write_bytes(b"\0" * 4)
+        _, report = _json_check(repo)
+        assert "TD312" in _rules(report, "encoder")
+        assert "TD302" not in _rules(report, "encoder")
+        assert _rules(report, "other")
+        outputs.append([f["message"] for f in report["findings"]])
+    assert outputs[0] == outputs[1]
+    assert _state(repo) == before
