@@ -9,6 +9,7 @@ from triton_doctor.checks.formats import LISTED_BUT_MISSING
 from triton_doctor.checks.python_autocomplete import follow
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import PythonSource
+from triton_doctor.safe_files import FileTooLarge, read_file
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 MODEL_CLASS = "TritonPythonModel"
@@ -18,13 +19,12 @@ def read_python_source(path: str) -> PythonSource:
     """What the file at ``path``, just listed in its version directory, defines."""
     source = PythonSource(name=os.path.basename(path))
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_SOURCE_BYTES + 1)
+        data = read_file(path, MAX_SOURCE_BYTES)
+    except FileTooLarge:
+        source.unreadable = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB"
+        return source
     except OSError as error:
         source.unreadable = describe_os_error(error, missing=LISTED_BUT_MISSING)
-        return source
-    if len(data) > MAX_SOURCE_BYTES:
-        source.unreadable = f"larger than {MAX_SOURCE_BYTES // (1024 * 1024)} MiB"
         return source
     try:
         tree = ast.parse(data, filename=source.name)

@@ -16,6 +16,7 @@ from triton_doctor.checks.formats import read_model_file
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ConfigFile, ModelDir, RepositoryEvidence, Subdir
+from triton_doctor.safe_files import FileTooLarge, NotRegularFile, read_file
 from triton_doctor.view import read_version_dir
 
 #: A model configuration is a few kilobytes; past this the file is not a configuration.
@@ -176,22 +177,22 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
 
 def _read_config(path: str) -> ConfigFile:
     config = ConfigFile(path=display_name(path), present=True)
-    if os.path.isdir(path):
-        config.unreadable = "is a directory, not a file"
-        return config
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-            config.size_bytes = os.fstat(handle.fileno()).st_size
-    except OSError as error:
-        config.unreadable = _describe(error)
-        return config
-    if len(data) > MAX_CONFIG_BYTES:
+        data = read_file(path, MAX_CONFIG_BYTES)
+    except FileTooLarge as error:
+        config.size_bytes = error.size
         config.unreadable = (
-            f"is {config.size_bytes / 1e6:.1f} MB; a model configuration is a few kilobytes "
+            f"is {error.size / 1e6:.1f} MB; a model configuration is a few kilobytes "
             f"(files over {MAX_CONFIG_BYTES // (1024 * 1024)} MiB are not parsed)"
         )
         return config
+    except NotRegularFile as error:  # a directory, FIFO or device: "is a FIFO (named pipe), ..."
+        config.unreadable = f"is {error}"
+        return config
+    except OSError as error:
+        config.unreadable = _describe(error)
+        return config
+    config.size_bytes = len(data)
     if b"\x00" in data:
         config.unreadable = "is binary data, not text"
         return config

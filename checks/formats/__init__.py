@@ -48,7 +48,7 @@ def _read(model_path: str, relative: str, backend: str) -> ModelFile:
         # The ONNX Runtime backend loads <dir>/model.onnx, whatever the directory is called
         # (how models with external data are usually shipped).
         inner = os.path.join(path, "model.onnx")
-        if not os.path.isfile(inner):
+        if not os.path.exists(inner):  # a FIFO or device there is read_onnx's to refuse
             return ModelFile(path=relative, kind="directory",
                              problem="is a directory without a model.onnx file in it (ONNX "
                              "Runtime loads <directory>/model.onnx)")

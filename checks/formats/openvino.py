@@ -13,13 +13,13 @@ standard library has no hardened XML parser and real IR files never use any of t
 
 from __future__ import annotations
 
-import os
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.safe_files import FileTooLarge, read_file
 
 MAX_XML_BYTES = 64 * 1024 * 1024
 
@@ -54,15 +54,13 @@ class _Layer:
 def read_openvino(path: str) -> ModelFile:
     """The IR's inputs and outputs as Triton's OpenVINO backend would report them."""
     try:
-        size = os.path.getsize(path)
-        if size > MAX_XML_BYTES:
-            return ModelFile(
-                path=path, size_bytes=size, kind="openvino",
-                problem=f"is {size} bytes, over the {MAX_XML_BYTES // 2**20} MiB this tool "
-                "reads from an IR .xml (the weights belong in the .bin)",
-            )
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_XML_BYTES + 1)
+        data = read_file(path, MAX_XML_BYTES)
+    except FileTooLarge as error:
+        return ModelFile(
+            path=path, size_bytes=error.size, kind="openvino",
+            problem=f"is {error.size} bytes, over the {MAX_XML_BYTES // 2**20} MiB this tool "
+            "reads from an IR .xml (the weights belong in the .bin)",
+        )
     except OSError as error:
         return sniff.unreadable_file(path, error)
     return parse_ir(path, data)

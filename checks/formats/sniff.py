@@ -11,6 +11,7 @@ import os
 
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ModelFile
+from triton_doctor.safe_files import open_file
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -64,7 +65,8 @@ def describe_lfs_pointer(head: bytes) -> str:
 
 
 def read_head(path: str) -> tuple[bytes, int]:
-    """(first bytes, size); raises OSError."""
-    with open(path, "rb") as handle:
+    """(first bytes, size) of a regular file; raises OSError (NotRegularFile for a FIFO or
+    device, which an ordinary open would block on or read forever)."""
+    with open_file(path) as handle:
         head = handle.read(HEAD_BYTES)
         return head, os.fstat(handle.fileno()).st_size

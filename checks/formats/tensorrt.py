@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, PlanFacts, too_deep
+from triton_doctor.safe_files import open_file
 
 #: Bytes of a plan (or engine blob) that the reader looks at; the header is far smaller.
 HEADER_BYTES = 64 * 1024
@@ -64,7 +65,7 @@ class _Token:
 def read_plan(path: str) -> ModelFile:
     """What the plan header at ``path`` says; never raises on bad input."""
     try:
-        with open(path, "rb") as handle:
+        with open_file(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             return _read_open_plan(handle, path, size)
     except OSError as error:

@@ -21,6 +21,7 @@ import zlib
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg, TorchScriptFacts
+from triton_doctor.safe_files import open_file
 
 #: Largest code file parsed (real ones are kilobytes).
 MAX_CODE_BYTES = 4 * 1024 * 1024
@@ -99,7 +100,7 @@ def _read_zip(path: str, found: ModelFile) -> None:
         found.not_read = _directory_over_budget(path)
         if found.not_read is not None:
             return
-        with zipfile.ZipFile(path) as archive:
+        with open_file(path) as handle, zipfile.ZipFile(handle) as archive:
             _read_archive(archive, path, found)
     except ZIP_ERRORS as error:
         found.kind, found.torchscript, found.inputs = "zip", None, None
@@ -109,7 +110,7 @@ def _read_zip(path: str, found: ModelFile) -> None:
 def _directory_over_budget(path: str) -> str | None:
     """Why the zip's central directory is too large to read, from its end records alone;
     None when it is within budget (or has no end record: ``zipfile`` then says it is bad)."""
-    with open(path, "rb") as handle:
+    with open_file(path) as handle:
         size = handle.seek(0, 2)
         tail_start = max(0, size - EOCD_BYTES - MAX_ZIP_COMMENT - ZIP64_LOCATOR_BYTES)
         handle.seek(tail_start)
