@@ -1,24 +1,26 @@
 """Read an ONNX model's header and graph inputs/outputs straight off the protobuf wire.
 
 ``onnx.load`` parses every initializer, so a 1 GB model costs about a second and a gigabyte of
-memory. Here the file is mapped read-only and walked field by field; length-delimited fields we
-do not need (nodes, tensor payloads, doc strings) are stepped over by their length, so their
-pages are never read and the cost does not grow with the weights. The ``onnx`` package is not
-imported. Field numbers are those of onnx/onnx.proto (see research notes, formats section 2).
+memory. Here the file is walked field by field, read a page at a time where the walk goes
+(not memory-mapped: a map of a file truncated meanwhile kills the process with SIGBUS);
+length-delimited fields we do not need (nodes, tensor payloads, doc strings) are stepped over by
+their length, so their pages are never read and the cost does not grow with the weights. The
+``onnx`` package is not imported. Field numbers are those of onnx/onnx.proto (see research
+notes, formats section 2).
 """
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import TypeAlias
 
 from triton_doctor.checks.formats import sniff
+from triton_doctor.checks.formats.paged import FileChanged, PagedFile
 from triton_doctor.evidence import ModelFile, OnnxFacts, TensorInfo
+from triton_doctor.safe_files import open_file
 
 # Protobuf wire types.
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
@@ -71,8 +73,6 @@ TYPE_TENSOR = 1
 MAX_LENGTH = 2**31 - 1
 #: Names longer than this are cut when decoded (a corrupt file must not cost a huge string).
 MAX_TEXT = 65536
-#: Files that cannot be mapped are read into memory instead, up to this size.
-MAX_UNMAPPED_READ = 64 * 1024 * 1024
 #: How a problem caused by a bug here (not by the file) begins.
 INTERNAL_ERROR = "could not be read because of an error in triton-doctor's ONNX reader"
 #: What a file that sniffs as another kind (see ModelFile.kind) is, in a problem sentence.
@@ -103,12 +103,12 @@ class WireError(Exception):
         self.key = key
 
 
-Buffer = bytes | mmap.mmap
+Buffer: TypeAlias = bytes | PagedFile
 
 
 @dataclass
 class Wire:
-    """A protobuf byte buffer (usually an mmap) and the file size, for error messages."""
+    """A protobuf byte buffer (usually a PagedFile) and the file size, for error messages."""
 
     buf: Buffer
     size: int
@@ -537,35 +537,14 @@ def check_external(path: str, locations: list[str]) -> tuple[list[str], list[str
 def read_onnx(path: str) -> ModelFile:
     """Read ``path`` as an ONNX model; never raises: trouble goes into ``ModelFile.problem``."""
     try:
-        with open(path, "rb") as handle:
+        with open_file(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
                 return sniff.empty_file(path)
-            try:
-                mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            except (OSError, ValueError) as error:
-                return read_unmapped(handle, path, size, error)
-            with mapped:
-                no_readahead(mapped)
-                return read_wire(Wire(mapped, len(mapped)), path)
+            return read_wire(Wire(PagedFile(handle.fileno(), size), size), path)
+    except FileChanged as error:
+        return ModelFile(path=path, problem=str(error))
     except OSError as error:
         return sniff.unreadable_file(path, error)
     except Exception as error:  # a reader bug must not stop the other checks
         return ModelFile(path=path, problem=f"{INTERNAL_ERROR}: {error!r}")
-
-
-def no_readahead(mapped: mmap.mmap) -> None:
-    """Fault in only the pages read: readahead around each tensor header would pull in weights
-    (on a cold cache it made a 1 GB model cost 80 ms instead of 2 ms)."""
-    if hasattr(mmap, "MADV_RANDOM"):
-        with contextlib.suppress(OSError):
-            mapped.madvise(mmap.MADV_RANDOM)
-
-
-def read_unmapped(handle: BinaryIO, path: str, size: int, error: Exception) -> ModelFile:
-    """Fallback for files that cannot be mapped (some network or FUSE filesystems)."""
-    if size > MAX_UNMAPPED_READ:
-        return ModelFile(path=path, size_bytes=size,
-                         problem=f"cannot be mapped into memory to be read: {error}")
-    data = handle.read()
-    return read_wire(Wire(data, len(data)), path)
