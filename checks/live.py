@@ -146,7 +146,7 @@ def collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> 
         )
     if request.log_path:
         try:
-            evidence.log = logs.read_log(request.log_path)
+            evidence.log = logs.read_log(request.log_path, seconds=request.timeout_s)
         except SourceUnavailable as error:
             evidence.unavailable["log"] = str(error)
             raise Unreachable(str(error)) from None

@@ -152,7 +152,8 @@ class Poller:
             from triton_doctor.checks import logs
 
             try:
-                evidence.log = logs.read_log(self.request.log_path)
+                evidence.log = logs.read_log(self.request.log_path,
+                                             seconds=self.request.timeout_s)
             except SourceUnavailable as error:
                 evidence.unavailable["log"] = str(error)
         elif self._surroundings.log is not None:
