@@ -9,14 +9,15 @@ are kept.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from typing import Any
 
 from triton_doctor.evidence import Evidence, EvidenceError, from_jsonable, to_jsonable
+from triton_doctor.safe_files import read_file, write_file
 
 SCHEMA = "triton-doctor/snapshot/v1"
+#: A thousand models' snapshot is a few MiB; a larger file is refused, not read into memory.
+MAX_SNAPSHOT_BYTES = 64 * 1024 * 1024
 
 
 class SnapshotError(ValueError):
@@ -32,23 +33,14 @@ def dump(evidence: Evidence) -> dict[str, Any]:
 
 
 def write(evidence: Evidence, path: str) -> None:
-    """Write atomically: a reader never sees half a snapshot."""
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".snapshot-", dir=directory)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(dump(evidence), out, indent=1)
-            out.write("\n")
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    """Write a file atomically (a reader never sees half a snapshot), and through a device or
+    FIFO (``-o /dev/stdout``) without replacing it; see ``safe_files.write_file``."""
+    write_file(path, (json.dumps(dump(evidence), indent=1) + "\n").encode("utf-8"))
 
 
 def read(path: str) -> Evidence:
     try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(read_file(path, MAX_SNAPSHOT_BYTES).decode("utf-8"))
     except OSError as error:
         raise SnapshotError(f"{path}: cannot be read: {error.strerror or error}") from None
     except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested past Python

@@ -1,0 +1,320 @@
+"""Files in and out: a FIFO, device or huge file where the tool reads, an open pipe as the log,
+a file truncated while it is read, and ``-o`` onto things that are not regular files.
+
+Every run is bounded in time (and in memory where the defect was memory); a hang shows as
+``subprocess.TimeoutExpired``. Nothing under the repository may change, and special files
+must still be special afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import resource
+import stat
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from tests.helpers import GOOD_CONFIG, write_model
+
+#: A run of the CLI on a small repository takes a second or two; a hang takes forever.
+TIMEOUT_S = 60
+#: Address-space limit for runs whose defect was reading a file without end.
+MEMORY_BYTES = 1024 * 1024 * 1024
+#: A model whose config has a plain error, to show the other models are still judged.
+OTHER = GOOD_CONFIG.replace("TYPE_FP32", "TYPE_NOPE", 1)
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+
+def _run(*args: str, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """The CLI as a user runs it, bounded in time and address space."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "triton_doctor", *args], capture_output=True, text=True,
+        timeout=timeout, check=False, preexec_fn=_limit_memory,
+    )
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
+    return proc
+
+
+def _state(root: Path) -> dict[str, str]:
+    """Every path below ``root``: its type, and a digest of a regular file's bytes (of a huge
+    sparse one, its size and time)."""
+    state = {}
+    for current, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            path = Path(current) / name
+            info = path.lstat()
+            mode = info.st_mode
+            if stat.S_ISREG(mode) and info.st_size > 2**20:
+                state[str(path)] = f"size:{info.st_size} mtime:{info.st_mtime_ns}"
+            elif stat.S_ISREG(mode):
+                state[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+            elif stat.S_ISLNK(mode):
+                state[str(path)] = "link:" + os.readlink(path)
+            else:
+                state[str(path)] = f"type:{stat.S_IFMT(mode)}"
+    return state
+
+
+# --- reading: a FIFO wherever the tool opens a file ---------------------------------------
+
+#: (config, where the FIFO goes, extra flags) per kind of file the tool opens in a model.
+FIFO_PLACES = {
+    "config.pbtxt": (None, "config.pbtxt", ()),
+    "model.py": (GOOD_CONFIG, "1/model.py", ()),
+    "model.onnx": ('backend: "onnxruntime"\n', "1/model.onnx", ()),
+    "model.plan": ('platform: "tensorrt_plan"\n', "1/model.plan", ()),
+    "model.pt": ('backend: "pytorch"\n', "1/model.pt", ()),
+    "model.xml": ('backend: "openvino"\n', "1/model.xml", ()),
+    "configs/NAME.pbtxt": (GOOD_CONFIG, "configs/prod.pbtxt", ("--model-config-name", "prod")),
+}
+
+
+@pytest.mark.parametrize("place", list(FIFO_PLACES))
+def test_a_fifo_in_a_model_is_a_finding_not_a_hang(tmp_path: Path, place: str) -> None:
+    config, relative, flags = FIFO_PLACES[place]
+    model = write_model(tmp_path, "piped", config, files={})
+    (model / relative).parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(model / relative)
+    write_model(tmp_path, "other", OTHER)
+    before = _state(tmp_path)
+    proc = _run("check", "--format", "json", *flags, str(tmp_path))
+    assert proc.returncode == 1, proc.stderr
+    findings = json.loads(proc.stdout)["findings"]
+    assert [f for f in findings if f["model"] == "piped" and "FIFO" in f["message"]], findings
+    assert [f for f in findings if f["model"] == "other" and f["rule"] == "TD201"]
+    assert _state(tmp_path) == before
+
+
+def test_a_fifo_as_the_discovered_settings_file_is_not_waited_on(tmp_path: Path) -> None:
+    write_model(tmp_path, "other", OTHER)
+    os.mkfifo(tmp_path / ".triton-doctor.toml")
+    before = _state(tmp_path)
+    proc = _run("check", str(tmp_path))
+    assert proc.returncode in (1, 2), proc.stderr
+    assert _state(tmp_path) == before
+
+
+def _special_or_huge(tmp_path: Path, kind: str, name: str) -> str:
+    """A FIFO, a character device, or a sparse regular file of 2 GiB, named ``name``."""
+    if kind == "device":
+        return "/dev/zero"
+    path = tmp_path / name
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        with open(path, "wb") as handle:
+            handle.truncate(2 * 1024**3)
+    return str(path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "huge"])
+@pytest.mark.parametrize("flag", ["--config", "--snapshot"])
+def test_settings_or_snapshot_file_that_is_not_one_is_a_usage_error(
+        tmp_path: Path, flag: str, kind: str) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "other", OTHER)
+    given = _special_or_huge(tmp_path, kind, "settings.toml" if flag == "--config" else "s.json")
+    before = _state(tmp_path)
+    proc = _run("check", flag, given, *([str(repo)] if flag == "--config" else []))
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert given in proc.stderr
+    expected = {"fifo": "FIFO", "device": "character device", "huge": "MiB"}[kind]
+    assert expected in proc.stderr
+    assert _state(tmp_path) == before
+
+
+# --- reading: an ONNX file truncated while it is read ---------------------------------------
+
+#: Runs the ONNX reader on argv[1] and truncates the file to 4 KiB once the reader has started,
+#: whichever way it reads (a memory map, or reads at offsets).
+TRUNCATE_WHILE_READING = """
+import mmap, os, sys
+path = sys.argv[1]
+real_map, real_pread = mmap.mmap, os.pread
+def truncate():
+    os.truncate(path, 4096)
+def mapped(*args, **kwargs):
+    result = real_map(*args, **kwargs)
+    truncate()
+    return result
+def pread(fd, count, offset):
+    data = real_pread(fd, count, offset)
+    truncate()
+    return data
+mmap.mmap, os.pread = mapped, pread
+from triton_doctor.checks.formats.onnx import read_onnx
+print(read_onnx(path).problem)
+"""
+
+
+def test_an_onnx_file_truncated_while_read_is_a_finding_not_sigbus(tmp_path: Path) -> None:
+    pytest.importorskip("onnx")
+    from fixtures.generate import onnx_models
+
+    path = tmp_path / "model.onnx"
+    onnx_models.build(str(path), [("x", "FLOAT", [4])], [("y", "FLOAT", [4])],
+                      initializer_bytes=1024 * 1024)
+    proc = subprocess.run([sys.executable, "-c", TRUNCATE_WHILE_READING, str(path)],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
+                          preexec_fn=_limit_memory)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr)
+    assert "changed while it was read" in proc.stdout
+
+
+# --- reading: the log on a pipe its writer keeps open -----------------------------------------
+
+class _Server(BaseHTTPRequestHandler):
+    """Just enough of a healthy Triton for ``snapshot --url``."""
+
+    routes: ClassVar[dict[str, bytes]] = {
+        "/v2": b'{"name":"triton","version":"2.51.0","extensions":[]}',
+        "/v2/repository/index": b"[]", "/v2/models/stats": b'{"model_stats":[]}',
+        "/v2/systemsharedmemory/status": b"[]", "/v2/cudasharedmemory/status": b"[]",
+        "/metrics": b"# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization 0.5\n",
+    }
+
+    def _answer(self) -> None:
+        body = self.routes.get(self.path, b"")
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[str]:
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _snapshot(server: str, output: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    return _run("snapshot", "--url", server, "--metrics-url", f"{server}/metrics",
+                "--window", "0.1", "--timeout", "2", *extra, "-o", output)
+
+
+def test_a_log_pipe_left_open_is_read_until_the_timeout(tmp_path: Path, server: str) -> None:
+    fifo = tmp_path / "server.log"
+    os.mkfifo(fifo)
+    writer = os.open(fifo, os.O_RDWR)  # a writer that never closes, as `kubectl logs -f`
+    try:
+        os.write(writer, b"I1201 12:00:00.000 1 server.cc:1] Started\n" * 3)
+        proc = _snapshot(server, str(tmp_path / "out.json"), "--log", str(fifo))
+    finally:
+        os.close(writer)
+    assert proc.returncode == 0, proc.stderr
+    log = json.loads((tmp_path / "out.json").read_text())["evidence"]["log"]
+    assert len(log["lines"]) == 3
+    assert "cut off" in log["source"]
+
+
+# --- writing: -o never replaces what is not a regular file -----------------------------------
+
+def _read_all(fifo: Path, into: list[bytes]) -> None:
+    """Wait for a writer to open ``fifo``, then read it until the writer closes it."""
+    with open(fifo, "rb") as reading:
+        into.append(reading.read())
+
+
+def test_output_onto_a_character_device_writes_through(tmp_path: Path, server: str) -> None:
+    if os.geteuid() == 0:  # a private /dev/null: a regression must not break the machine's
+        device = tmp_path / "null"
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    else:  # /dev is not writable, so a regression cannot replace /dev/null
+        device = Path("/dev/null")
+    proc = _snapshot(server, str(device))
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISCHR(device.lstat().st_mode)
+    assert os.listdir(tmp_path) == (["null"] if os.geteuid() == 0 else [])
+
+
+def test_output_onto_standard_output_writes_to_it(server: str) -> None:
+    proc = _snapshot(server, "/dev/fd/1")  # /dev/stdout's target; see the device test
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["schema"] == "triton-doctor/snapshot/v1"
+
+
+def test_output_onto_a_fifo_with_a_reader_writes_into_it(tmp_path: Path, server: str) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the reader is there before the run
+    received: list[bytes] = []
+    draining = threading.Thread(target=_read_all, args=(fifo, received), daemon=True)
+    draining.start()
+    try:
+        proc = _snapshot(server, str(fifo))
+    finally:
+        draining.join(timeout=TIMEOUT_S)
+        os.close(reader)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert json.loads(b"".join(received))["schema"] == "triton-doctor/snapshot/v1"
+
+
+def test_output_onto_a_fifo_without_a_reader_is_a_usage_error(tmp_path: Path,
+                                                              server: str) -> None:
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    before = _state(tmp_path)
+    proc = _snapshot(server, str(fifo))
+    assert proc.returncode == 2, proc.stderr
+    assert str(fifo) in proc.stderr and "no process reads" in proc.stderr
+    assert _state(tmp_path) == before
+
+
+def test_output_through_a_symbolic_link_keeps_the_link(tmp_path: Path, server: str) -> None:
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    target.chmod(0o640)
+    link = tmp_path / "latest.json"
+    link.symlink_to(target.name)
+    proc = _snapshot(server, str(link))
+    assert proc.returncode == 0, proc.stderr
+    assert os.readlink(link) == target.name
+    assert json.loads(target.read_text())["schema"] == "triton-doctor/snapshot/v1"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["latest.json", "real.json"]
+
+
+def test_output_onto_a_regular_file_replaces_it_keeping_its_mode(tmp_path: Path,
+                                                                 server: str) -> None:
+    output = tmp_path / "snap.json"
+    output.write_text("old")
+    output.chmod(0o644)
+    proc = _snapshot(server, str(output))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(output.read_text())["schema"] == "triton-doctor/snapshot/v1"
+    assert stat.S_IMODE(output.stat().st_mode) == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["snap.json"]
+
+
+def test_output_onto_a_dangling_link_or_a_directory_is_a_usage_error(tmp_path: Path,
+                                                                     server: str) -> None:
+    (tmp_path / "dangling.json").symlink_to("missing.json")
+    (tmp_path / "dir.json").mkdir()
+    before = _state(tmp_path)
+    for name, why in (("dangling.json", "symbolic link to a missing file"),
+                      ("dir.json", "directory")):
+        proc = _snapshot(server, str(tmp_path / name))
+        assert proc.returncode == 2, proc.stderr
+        assert why in proc.stderr.lower()
+    assert _state(tmp_path) == before
