@@ -19,7 +19,17 @@ METHODS = frozenset({
     "set_model_transaction_policy",
 })
 MAX_UNROLL = 256
+#: Syntax nodes followed in one auto_complete_config, all unrolled loops together: nested loops
+#: multiply (three of 256 items are 16.7 M passes), so a limit per loop bounds nothing.
+MAX_NODES = 100_000
+#: Statements and expressions followed inside one another; deeper ones are unknown (an elif
+#: chain or a subscript chain thousands deep would otherwise exhaust the stack).
+MAX_DEPTH = 100
 _UNKNOWN = object()
+
+
+class _Exhausted(Exception):
+    """MAX_NODES were followed; what follows is not."""
 
 
 def follow(function: ast.FunctionDef) -> AutoCompleteFacts:
@@ -29,7 +39,14 @@ def follow(function: ast.FunctionDef) -> AutoCompleteFacts:
     if not arguments:
         facts.exact = False
         return facts
-    _Follower(arguments[0].arg, facts).block(function.body, {}, conditional=False)
+    try:
+        _Follower(arguments[0].arg, facts).block(function.body, {}, conditional=False)
+    except _Exhausted:
+        facts.exact = False
+        facts.not_followed = (
+            f"stopped after {MAX_NODES:,} syntax nodes (loops unrolled): the calls made after "
+            "that point are not known"
+        )
     facts.returns_value = any(
         isinstance(node, ast.Return) and node.value is not None
         and not (isinstance(node.value, ast.Constant) and node.value.value is None)
@@ -54,12 +71,40 @@ class _Follower:
     def __init__(self, config_name: str, facts: AutoCompleteFacts) -> None:
         self.config_name = config_name
         self.facts = facts
+        self.nodes_left = MAX_NODES
+        self.depth = 0
+
+    def spend(self) -> None:
+        """Count one syntax node followed; past MAX_NODES, stop following."""
+        self.nodes_left -= 1
+        if self.nodes_left < 0:
+            raise _Exhausted
+
+    def too_deep(self, node: ast.AST) -> bool:
+        """Whether ``node`` sits MAX_DEPTH levels down; it is then not followed, and said so."""
+        if self.depth < MAX_DEPTH:
+            return False
+        self.facts.exact = False
+        self.facts.not_followed = self.facts.not_followed or (
+            f"line {getattr(node, 'lineno', '?')}: nested deeper than {MAX_DEPTH} levels"
+        )
+        return True
 
     def block(self, body: list[ast.stmt], env: dict[str, Any], conditional: bool) -> None:
         for statement in body:
             self.statement(statement, env, conditional)
 
     def statement(self, node: ast.stmt, env: dict[str, Any], conditional: bool) -> None:
+        if self.too_deep(node):
+            return
+        self.spend()
+        self.depth += 1
+        try:
+            self._statement(node, env, conditional)
+        finally:
+            self.depth -= 1
+
+    def _statement(self, node: ast.stmt, env: dict[str, Any], conditional: bool) -> None:
         if isinstance(node, ast.Assign):
             value = self.value(node.value, env)
             for target in node.targets:
@@ -110,6 +155,7 @@ class _Follower:
 
     def scan_calls(self, node: ast.AST, env: dict[str, Any], conditional: bool) -> None:
         for child in ast.walk(node):
+            self.spend()
             if isinstance(child, ast.Call):
                 self.call(child, env, conditional)
                 self.forget_mutated(child, env)
@@ -147,6 +193,16 @@ class _Follower:
 
     def value(self, node: ast.expr, env: dict[str, Any]) -> Any:
         """A literal value built from constants, dicts, lists and names bound to them."""
+        if self.too_deep(node):
+            return _UNKNOWN
+        self.spend()
+        self.depth += 1
+        try:
+            return self._value(node, env)
+        finally:
+            self.depth -= 1
+
+    def _value(self, node: ast.expr, env: dict[str, Any]) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):

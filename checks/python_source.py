@@ -33,6 +33,12 @@ def read_python_source(path: str) -> PythonSource:
         kind = "SyntaxError" if isinstance(error, ValueError) else type(error).__name__
         source.syntax_error = f"{kind}: {error}"
         return source
+    except (RecursionError, MemoryError) as error:
+        # The parser's stack limits: the same parser fails the same way when the stub imports it.
+        words = f"{error} (nested too deeply for Python's parser)" if str(error) else (
+            "nested too deeply for Python's parser")
+        source.syntax_error = f"{type(error).__name__}: {words}"
+        return source
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS:
             source.has_model_class = True

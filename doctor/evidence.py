@@ -80,6 +80,8 @@ class AutoCompleteFacts:
     returns_value: bool = False
     #: Whether every statement was understood, so ``calls`` is exactly what runs.
     exact: bool = True
+    #: What was left unfollowed and why (a budget ran out, nesting too deep); None if nothing.
+    not_followed: str | None = None
     line: int = 0
 
 

@@ -7,6 +7,21 @@ from typing import Any
 
 from triton_doctor import model_config
 
+#: Core keeps element counts and byte sizes in int64; past it its own arithmetic overflows.
+INT64_MAX = 2**63 - 1
+
+
+def dims_product(sizes: Iterable[int], start: int = 1) -> int | None:
+    """``start`` times the sizes (each >= 0), or None once that leaves int64, where core's count
+    overflows. It stops there: multiplied out, a million dims make a number of a million digits
+    and minutes of work."""
+    product = start
+    for size in sizes:
+        product *= size
+        if product > INT64_MAX:
+            return None
+    return product
+
 
 def dims_text(dims: Iterable[int]) -> str:
     """``[-1,3,224]`` as Triton prints shapes."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import dims_text
+from triton_doctor.rules._common import dims_product, dims_text
 from triton_doctor.view import ModelView, RepositoryView
 
 WILDCARD = -1
@@ -47,26 +47,26 @@ def _say(kind: str, tensor: Any, text: str, model: str) -> str:
     return f"model {kind} '{tensor.name}' {text} for {model}"
 
 
-def element_count(dims: Any) -> int:
-    """Core's GetElementCount: -1 if any dim is variable, 0 for no dims, else the product."""
-    count = 0
-    for index, dim in enumerate(dims):
-        if dim == WILDCARD:
-            return -1
-        count = dim if index == 0 else count * dim
-    return count
+def element_count(dims: list[int]) -> int | None:
+    """Core's GetElementCount: -1 if any dim is variable, 0 for no dims, else the product;
+    None when the product leaves int64 (core's own count overflows)."""
+    if not dims:
+        return 0
+    return -1 if WILDCARD in dims else dims_product(dims)
 
 
-def _segments(dims: Any) -> list[int]:
-    """Element counts of the runs between variable-size dims: [2,4,-1,6] -> [8, 6]."""
-    counts, current = [], 1
+def _segments(dims: list[int]) -> list[int | None]:
+    """Element counts of the runs between variable-size dims: [2,4,-1,6] -> [8, 6]; None for a
+    run whose count leaves int64."""
+    counts: list[int | None] = []
+    run: list[int] = []
     for dim in dims:
         if dim == WILDCARD:
-            counts.append(current)
-            current = 1
+            counts.append(dims_product(run))
+            run = []
         else:
-            current *= dim
-    return [*counts, current]
+            run.append(dim)
+    return [*counts, dims_product(run)]
 
 
 @rule("TD211", "io-incomplete", "error", "Input or output lacks name, data_type or dims")
@@ -191,13 +191,15 @@ def invalid_reshape(model: ModelView, repository: RepositoryView) -> Iterator[Hi
             )
         else:
             dims_size, reshape_size = element_count(dims), element_count(shape)
+            if dims_size is None or reshape_size is None:
+                continue  # core compares overflowed int64 counts: no telling what it decides
             if dims_size != reshape_size and (reshape_size != 0 or dims_size != 1):
                 text = "has different size for dims and reshape"
             elif dims_size == WILDCARD:
                 left, right = _segments(dims), _segments(shape)
                 if len(left) != len(right):
                     text = "has different number of variable-size dimensions for dims and reshape"
-                elif left != right:
+                elif left != right and None not in left + right:
                     text = "has different size for dims and reshape"
         if text:
             yield Hit(

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import posixpath
 from collections.abc import Iterator
 from typing import Any
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import is_ensemble
+from triton_doctor.rules._common import dims_product, is_ensemble
 from triton_doctor.view import ModelView, RepositoryView
 
 #: Bytes per element of each TYPE_ value (STRING has no fixed size).
@@ -213,10 +212,11 @@ def _warmup_inputs_missing(config: Any, sample: Any, where: str) -> Iterator[Hit
 
 
 def _expected_bytes(data_type: int, dims: Any) -> int | None:
-    """Bytes of one tensor of fixed dims, None for strings or variable dims."""
+    """Bytes of one tensor of fixed dims, None for strings, variable dims, or a size past
+    int64 (where the server's own byte count overflows)."""
     if data_type not in ELEMENT_BYTES or any(d < 0 for d in dims):
         return None
-    return ELEMENT_BYTES[data_type] * math.prod(dims)
+    return dims_product(dims, start=ELEMENT_BYTES[data_type])
 
 
 @rule("TD244", "invalid-initial-state", "error", "Sequence state initial_state is invalid")

@@ -1,0 +1,226 @@
+"""Attacker-sized structures in a config or a model.py: bounded time and memory, a finding or a
+clean "not followed" instead of a hang or a traceback, and the other models still judged."""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import GOOD_CONFIG, write_model
+
+TIMEOUT_S = 90
+MEMORY_BYTES = 2 << 30
+#: A model every test puts beside the hostile one: its finding shows the run went on.
+JUDGED_CONFIG = GOOD_CONFIG.replace("dims: [ 4 ] }", "dims: [ 0 ] }", 1)
+
+
+def _limit_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI under a time and an address-space limit."""
+    return subprocess.run(
+        [sys.executable, "-m", "triton_doctor", *args], capture_output=True, text=True,
+        timeout=TIMEOUT_S, preexec_fn=_limit_memory, check=False,
+    )
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int, int]]:
+    return {str(p): (p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns)
+            for p in sorted(root.rglob("*"))}
+
+
+def _repository(tmp_path: Path) -> Path:
+    """A repository holding the model ``judged`` with one known finding (TD212)."""
+    repo = tmp_path / "repo"
+    write_model(repo, "judged", JUDGED_CONFIG)
+    return repo
+
+
+def _check(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    """``check --format json``: exit 1 for the finding in ``judged``, no traceback, nothing
+    under ``repo`` changed."""
+    before = _tree(repo)
+    proc = _run("check", "--format", "json", *args, str(repo))
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 1, said[-3000:]
+    assert "Traceback" not in said
+    assert _tree(repo) == before
+    report = json.loads(proc.stdout)
+    assert ("judged", "TD212") in {(f["model"], f["rule"]) for f in report["findings"]}
+    return proc, report
+
+
+def _rules_for(report: dict[str, Any], model: str) -> set[str]:
+    return {f["rule"] for f in report["findings"] if f["model"] == model}
+
+
+# config.pbtxt -----------------------------------------------------------------------------------
+
+def test_half_a_million_dims_with_a_reshape_are_judged_in_linear_time(tmp_path: Path) -> None:
+    """Element counts multiplied out as big integers were quadratic: minutes for this file."""
+    repo = _repository(tmp_path)
+    dims = ",".join(["65535"] * 500_000)
+    write_model(repo, "wide", f"""
+backend: "python"
+max_batch_size: 0
+input [ {{ name: "x" data_type: TYPE_FP32 dims: [ {dims} ] reshape: {{ shape: [ {dims} ] }} }} ]
+output [ {{ name: "y" data_type: TYPE_FP32 dims: [ 2, 3 ] reshape: {{ shape: [ 7 ] }} }} ]
+""")
+    _, report = _check(repo)
+    # Past int64 the server's own count overflows: no claim; the small mismatch is still seen.
+    assert [f["location"]["field"] for f in report["findings"]
+            if f["model"] == "wide" and f["rule"] == "TD213"] == ["output[0].reshape"]
+
+
+def test_element_counts_past_int64_are_unknown_not_big_integers() -> None:
+    from triton_doctor.rules._common import INT64_MAX, dims_product
+    from triton_doctor.rules.config_io import element_count
+
+    assert element_count([2**31, 2**31, 2]) is None
+    assert element_count([2**31, 2**31, 2, -1]) == -1
+    assert element_count([]) == 0
+    assert dims_product([3, INT64_MAX // 3]) == INT64_MAX // 3 * 3
+    assert dims_product([2] * 10**6, start=4) is None
+
+
+# model.py -----------------------------------------------------------------------------------------
+
+NESTED_LOOPS = """
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(auto_complete_model_config):
+        sizes = [{sizes}]
+        for a in sizes:
+            for b in sizes:
+                for c in sizes:
+                    auto_complete_model_config.add_input(
+                        {{"name": "x", "data_type": "TYPE_FP32", "dims": [a, b, c]}})
+        return auto_complete_model_config
+
+    def execute(self, requests):
+        return []
+""".format(sizes=", ".join(str(n) for n in range(1, 257)))
+
+
+def test_auto_complete_loops_share_one_budget(tmp_path: Path) -> None:
+    """Three nested 256-item loops were 16.7 M followed calls and 2.3 GB."""
+    repo = _repository(tmp_path)
+    write_model(repo, "loops", GOOD_CONFIG, {"1/model.py": NESTED_LOOPS})
+    _check(repo)
+
+
+def test_auto_complete_not_followed_says_why() -> None:
+    import ast
+
+    from triton_doctor.checks.python_autocomplete import follow
+
+    function = ast.parse(NESTED_LOOPS).body[0].body[0]  # type: ignore[attr-defined]
+    facts = follow(function)
+    assert not facts.exact and "stopped after" in (facts.not_followed or "")
+
+
+@pytest.mark.parametrize("expression", [
+    "1+" * 1_000_000 + "1",        # RecursionError in the parser
+    "-" * 1_000_000 + "1",          # MemoryError in the parser
+    "(" * 100_000 + ")" * 100_000,  # SyntaxError: too many nested parentheses
+    "[" * 5000 + "]" * 5000,
+])
+def test_model_py_nested_too_deeply_is_a_finding_for_that_file(tmp_path: Path,
+                                                               expression: str) -> None:
+    repo = _repository(tmp_path)
+    write_model(repo, "deep", GOOD_CONFIG, {"1/model.py": f"x = {expression}\n"})
+    _, report = _check(repo)
+    found = [f for f in report["findings"] if f["model"] == "deep" and f["rule"] == "TD301"]
+    assert found and "1/model.py" in found[0]["message"], report["findings"]
+
+
+@pytest.mark.parametrize("argument", [
+    "-" * 2000 + "8",                   # parses; a UnaryOp chain 2000 deep
+    "sizes" + "[0]" * 2000,             # a Subscript chain
+])
+def test_auto_complete_argument_nested_deeply_is_unknown(tmp_path: Path, argument: str) -> None:
+    """Expressions the parser accepts but that nest deeper than the follower's stack."""
+    repo = _repository(tmp_path)
+    write_model(repo, "deep", GOOD_CONFIG, {"1/model.py": f"""
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        sizes = [8]
+        config.set_max_batch_size({argument})
+        return config
+
+    def execute(self, requests):
+        return []
+"""})
+    _, report = _check(repo)
+    assert not _rules_for(report, "deep") & {"TD301", "TD309"}
+
+
+def test_auto_complete_elif_chain_thousands_long_is_followed_partly(tmp_path: Path) -> None:
+    chain = "".join(f"        elif x == {n}:\n            config.set_max_batch_size({n})\n"
+                    for n in range(2000))
+    repo = _repository(tmp_path)
+    write_model(repo, "deep", GOOD_CONFIG, {"1/model.py": f"""
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        x = 1
+        if x:
+            pass
+{chain}        return config
+
+    def execute(self, requests):
+        return []
+"""})
+    _, report = _check(repo)
+    assert "TD301" not in _rules_for(report, "deep")
+
+
+# config.pbtxt nested ----------------------------------------------------------------------------
+
+def test_config_nested_ten_thousand_deep_is_a_syntax_finding(tmp_path: Path) -> None:
+    repo = _repository(tmp_path)
+    write_model(repo, "deep", 'backend: "python"\nparameters ' + "{ " * 10_000 + "}" * 10_000)
+    _, report = _check(repo)
+    assert "TD201" in _rules_for(report, "deep"), report["findings"]
+
+
+# served configs ---------------------------------------------------------------------------------
+
+def _nested(depth: int) -> dict[str, Any]:
+    config: dict[str, Any] = {"name": "judged"}
+    for _ in range(depth):
+        config = {"parameters": config}
+    return config
+
+
+@pytest.mark.parametrize("body", [
+    json.dumps(_nested(500)).encode(),                        # parses; too deep to keep
+    b'{"a":' * 100_000 + b"1" + b"}" * 100_000,               # json.loads: RecursionError
+], ids=["500-deep", "100000-deep"])
+def test_served_config_nested_deeply_is_an_error_of_that_endpoint(tmp_path: Path,
+                                                                  body: bytes) -> None:
+    from tests.test_server_collector import HEALTHY, http_server
+
+    repo = _repository(tmp_path)
+    routes = {**HEALTHY,
+              "POST /v2/repository/index": (200, b'[{"name":"judged","version":"1",'
+                                                 b'"state":"READY"}]'),
+              "GET /v2/models/judged/config": (200, body)}
+    out = tmp_path / "served.snapshot.json"
+    with http_server(routes) as url:
+        _check(repo, "--url", url, "--timeout", "5")
+        proc = _run("snapshot", "--url", url, "--window", "0", "--timeout", "5", "-o", str(out),
+                    str(repo))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    server = json.loads(out.read_text())["evidence"]["server"]
+    assert server["models"][0]["config"] is None
+    assert "GET /v2/models/judged/config" in server["errors"]
