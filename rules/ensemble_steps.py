@@ -4,6 +4,8 @@ composing models are loaded)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
@@ -17,6 +19,50 @@ def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
             config = model.effective
             if is_ensemble(config) and config.HasField("ensemble_scheduling"):
                 yield model
+
+
+#: Unmapped inputs listed per step, and tensor names listed in a fix. The server stops at the
+#: first; listing all would be steps times inputs findings (100,000 steps calling a model of
+#: 100,000 inputs: 10^10), each naming every input.
+MAX_LISTED = 64
+
+
+@dataclass
+class _StepModel:
+    """A step model's tensors, gathered once for all the steps that call it, so that a step
+    costs the size of its own maps rather than the size of the model."""
+
+    inputs: dict[str, Any]
+    outputs: set[str]
+    #: Inputs that are not optional, in declaration order.
+    required: list[str]
+    types: dict[str, int]
+    #: The fix every finding about a step calling this model gives.
+    fix: str
+
+
+def _step_model(target: ModelView, known: dict[str, _StepModel]) -> _StepModel:
+    if target.name not in known:
+        config = target.effective
+        inputs = {t.name: t for t in config.input}
+        outputs = {t.name for t in config.output}
+        known[target.name] = _StepModel(
+            inputs=inputs,
+            outputs=outputs,
+            required=[name for name, tensor in inputs.items() if not tensor.optional],
+            types={t.name: t.data_type for t in [*config.input, *config.output]},
+            fix=f"{config.name} has inputs {_names(list(inputs))} and outputs "
+            f"{_names(sorted(outputs))}; map those names.",
+        )
+    return known[target.name]
+
+
+def _names(names: list[str]) -> str:
+    """``a, b, c``; past MAX_LISTED names, the first ones and the count."""
+    if not names:
+        return "none"
+    shown = ", ".join(names[:MAX_LISTED])
+    return shown if len(names) <= MAX_LISTED else f"{shown}, ... ({len(names):,} in all)"
 
 
 def declares_io(model: ModelView) -> bool:
@@ -90,21 +136,22 @@ def ensemble_step_mismatch(repository: RepositoryView) -> Iterator[Hit]:
 
     Fix: use the step model's own tensor names as keys (`value` is the ensemble tensor).
     """
+    known: dict[str, _StepModel] = {}
     for model in ensembles(repository):
         ensemble = model.effective
         for index, step in enumerate(ensemble.ensemble_scheduling.step):
             target = repository.by_name.get(step.model_name)
             if target is None or not declares_io(target):
                 continue
-            yield from _step_hits(model, index, step, target)
+            yield from _step_hits(model, index, step, target, _step_model(target, known))
 
 
-def _step_hits(model: ModelView, index: int, step, target: ModelView) -> Iterator[Hit]:  # type: ignore[no-untyped-def]
+def _step_hits(model: ModelView, index: int, step, target: ModelView,  # type: ignore[no-untyped-def]
+               tensors: _StepModel) -> Iterator[Hit]:
     ensemble, config = model.effective, target.effective
     name, step_model = ensemble.name, config.name
     where = f"ensemble_scheduling.step[{index}]"
-    inputs = {t.name: t for t in config.input}
-    outputs = {t.name for t in config.output}
+    inputs, outputs = tensors.inputs, tensors.outputs
     texts: list[tuple[str, str]] = []
     if config.max_batch_size != 0 and config.max_batch_size < ensemble.max_batch_size:
         texts.append(
@@ -124,15 +171,15 @@ def _step_hits(model: ModelView, index: int, step, target: ModelView) -> Iterato
                     f"{where}.input_map",
                 )
             )
-    for input_name, tensor in inputs.items():
-        if input_name not in step.input_map and not tensor.optional:
-            texts.append(
-                (
-                    f"in ensemble {name}, input {input_name} in model {step_model} is not "
-                    "mapped to any ensemble tensors",
-                    f"{where}.input_map",
-                )
+    unmapped, unlisted = _unmapped(step.input_map, tensors)
+    for input_name in unmapped:
+        texts.append(
+            (
+                f"in ensemble {name}, input {input_name} in model {step_model} is not "
+                "mapped to any ensemble tensors",
+                f"{where}.input_map",
             )
+        )
     for key, tensor in sorted(step.output_map.items()):
         if key not in outputs:
             texts.append(
@@ -146,13 +193,34 @@ def _step_hits(model: ModelView, index: int, step, target: ModelView) -> Iterato
         yield Hit(
             message=f"step {index} ({step_model}): {text}",
             triton_message=text,
-            fix=f"{step_model} has inputs {', '.join(inputs) or 'none'} and outputs "
-            f"{', '.join(sorted(outputs)) or 'none'}; map those names.",
+            fix=tensors.fix,
             model=model.name,
             path=model.config_path,
             line=model.locate(field),
             field=field,
         )
+    if unlisted:
+        yield Hit(
+            message=f"step {index} ({step_model}): {unlisted:,} more inputs of model "
+            f"{step_model} are not mapped to any ensemble tensors (the first {MAX_LISTED} "
+            "are listed)",
+            fix=tensors.fix,
+            model=model.name,
+            path=model.config_path,
+            line=model.locate(f"{where}.input_map"),
+            field=f"{where}.input_map",
+        )
+
+
+def _unmapped(input_map: Any, tensors: _StepModel) -> tuple[list[str], int]:
+    """The first MAX_LISTED required inputs ``input_map`` leaves out, and how many more it
+    does. A map of k keys covers at most k of them, so the first k + MAX_LISTED required
+    inputs hold every one listed: the cost is the map's size, not the model's."""
+    window = tensors.required[: len(input_map) + MAX_LISTED]
+    listed = [name for name in window if name not in input_map][:MAX_LISTED]
+    mapped = sum(1 for key in input_map if key in tensors.inputs
+                 and not tensors.inputs[key].optional)
+    return listed, len(tensors.required) - mapped - len(listed)
 
 
 @rule(
@@ -261,6 +329,7 @@ def ensemble_dtype_mismatch(repository: RepositoryView) -> Iterator[Hit]:
 
     Fix: declare the ensemble tensor with the type the step models use.
     """
+    known: dict[str, _StepModel] = {}
     for model in ensembles(repository):
         ensemble = model.effective
         seen: dict[str, tuple[int, str]] = {}
@@ -271,9 +340,7 @@ def ensemble_dtype_mismatch(repository: RepositoryView) -> Iterator[Hit]:
             target = repository.by_name.get(step.model_name)
             if target is None or not declares_io(target):
                 continue
-            types = {
-                t.name: t.data_type for t in [*target.effective.input, *target.effective.output]
-            }
+            types = _step_model(target, known).types
             for key, tensor in [*step.input_map.items(), *step.output_map.items()]:
                 if key in types:
                     sources.append((tensor, types[key], target.effective.name))

@@ -47,25 +47,17 @@ def _flow_problems(config: Any) -> Iterator[tuple[str, str]]:
     consumed = {t for s in steps for t in s.input_map.values()}
     produced = {t: i for i, s in enumerate(steps) for t in s.output_map.values()}
     tensors = consumed | set(produced)
-    ready = {t.name for t in config.input}
+    ready = _reachable(steps, {t.name for t in config.input})
     for tensor in config.input:
         if tensor.name not in tensors:
             yield f"ensemble input '{tensor.name}' for ensemble {name}' is not used", "input"
-    changed = True
-    while changed:
-        changed = False
-        for step in steps:
-            if all(t in ready for t in step.input_map.values()):
-                for tensor in step.output_map.values():
-                    if tensor not in ready:
-                        ready.add(tensor)
-                        changed = True
     outputs = {t.name for t in config.output}
+    walked: dict[str, str | None] = {}
     for tensor in config.output:
         if tensor.name not in tensors:
             yield f"ensemble output '{tensor.name}' for ensemble {name}' is not used", "output"
         elif tensor.name not in ready:
-            culprit = _first_unconnected(tensor.name, steps, produced, ready)
+            culprit = _first_unconnected(tensor.name, steps, produced, ready, walked)
             suffix = (
                 f": at least one of its depending tensors, '{culprit}', is not connected"
                 if culprit and culprit != tensor.name
@@ -81,20 +73,52 @@ def _flow_problems(config: Any) -> Iterator[tuple[str, str]]:
             )
 
 
+def _reachable(steps: list[Any], ready: set[str]) -> set[str]:
+    """``ready`` and every tensor the steps produce from it. Linear in the maps: a fixpoint
+    over the step list takes one pass per step of a chain listed backwards (quadratic)."""
+    ready = set(ready)
+    missing: list[int] = []
+    consumers: dict[str, list[int]] = {}
+    for index, step in enumerate(steps):
+        needs = set(step.input_map.values()) - ready
+        missing.append(len(needs))
+        for tensor in needs:
+            consumers.setdefault(tensor, []).append(index)
+    runnable = [index for index, count in enumerate(missing) if count == 0]
+    while runnable:
+        for tensor in steps[runnable.pop()].output_map.values():
+            if tensor in ready:
+                continue
+            ready.add(tensor)
+            for index in consumers.get(tensor, ()):
+                missing[index] -= 1
+                if missing[index] == 0:
+                    runnable.append(index)
+    return ready
+
+
 def _first_unconnected(
-    tensor: str, steps: list[Any], produced: dict[str, int], ready: set[str]
+    tensor: str, steps: list[Any], produced: dict[str, int], ready: set[str],
+    walked: dict[str, str | None],
 ) -> str | None:
-    """Walk back through not-ready producers to a tensor nothing produces."""
-    seen: set[str] = set()
-    while tensor not in seen:
-        seen.add(tensor)
+    """Walk back through not-ready producers to a tensor nothing produces. ``walked`` keeps
+    the answer for every tensor a walk passed, so walks from many outputs stay linear."""
+    path: dict[str, None] = {}  # ordered, and a set
+    answer = None
+    while tensor not in path:  # a loop back onto the path: no answer
+        if tensor in walked:
+            answer = walked[tensor]
+            break
+        path[tensor] = None
         if tensor not in produced:
-            return tensor
+            answer = tensor
+            break
         pending = [t for t in steps[produced[tensor]].input_map.values() if t not in ready]
         if not pending:
-            return None
+            break
         tensor = pending[0]
-    return None
+    walked.update(dict.fromkeys(path, answer))
+    return answer
 
 
 @rule("TD401", "ensemble-structure", "error", "Ensemble scheduling block is inconsistent")
