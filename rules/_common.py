@@ -23,6 +23,19 @@ def dims_product(sizes: Iterable[int], start: int = 1) -> int | None:
     return product
 
 
+#: Names listed in one message: a model may have 100,000 tensors, and a message per stray
+#: tensor naming them all is output quadratic in the repository's size.
+MAX_LISTED_NAMES = 256
+
+
+def names_text(names: list[str]) -> str:
+    """``a, b, c`` ("none" for none); past MAX_LISTED_NAMES names, the first ones and the count."""
+    if not names:
+        return "none"
+    shown = ", ".join(names[:MAX_LISTED_NAMES])
+    return shown if len(names) <= MAX_LISTED_NAMES else f"{shown}, ... ({len(names):,} in all)"
+
+
 def dims_text(dims: Iterable[int]) -> str:
     """``[-1,3,224]`` as Triton prints shapes."""
     return "[" + ",".join(str(d) for d in dims) + "]"

@@ -12,7 +12,7 @@ from typing import Any
 
 from triton_doctor.autocomplete.tensors import has_batch_axis
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg
-from triton_doctor.rules._common import dims_text, type_name
+from triton_doctor.rules._common import dims_text, names_text, type_name
 
 #: Config types each backend can hold (anything else: "unsupported datatype").
 ONNX_TYPES = frozenset({
@@ -129,14 +129,14 @@ def _tensor_problems(config: Any, kind: str, found: list[TensorInfo], allowed: l
     problems = []
     declared = config.input if kind == "input" else config.output
     batch_outputs = {n for b in config.batch_output for n in b.target_name}
+    allowed_names, listing = set(allowed), names_text(sorted(allowed))
     for index, tensor in enumerate(declared):
         where = f"{kind}[{index}]"
-        if tensor.name not in allowed:
+        if tensor.name not in allowed_names:
             problems.append(Problem(
-                "name", f"{kind} '{tensor.name}' is not in the model; it has "
-                f"{', '.join(sorted(allowed)) or 'none'}",
+                "name", f"{kind} '{tensor.name}' is not in the model; it has {listing}",
                 f"unexpected inference {kind} '{tensor.name}', allowed {kind}s are: "
-                f"{', '.join(sorted(allowed))}", where,
+                f"{listing if allowed else ''}", where,
             ))
             continue
         info = by_name.get(tensor.name)

@@ -9,7 +9,7 @@ from typing import Any
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import is_ensemble, type_name
+from triton_doctor.rules._common import is_ensemble, names_text, type_name
 from triton_doctor.view import ModelView, RepositoryView
 
 
@@ -21,9 +21,8 @@ def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
                 yield model
 
 
-#: Unmapped inputs listed per step, and tensor names listed in a fix. The server stops at the
-#: first; listing all would be steps times inputs findings (100,000 steps calling a model of
-#: 100,000 inputs: 10^10), each naming every input.
+#: Unmapped inputs listed per step. The server stops at the first; listing all would be steps
+#: times inputs findings (100,000 steps calling a model of 100,000 inputs: 10^10).
 MAX_LISTED = 64
 
 
@@ -51,18 +50,10 @@ def _step_model(target: ModelView, known: dict[str, _StepModel]) -> _StepModel:
             outputs=outputs,
             required=[name for name, tensor in inputs.items() if not tensor.optional],
             types={t.name: t.data_type for t in [*config.input, *config.output]},
-            fix=f"{config.name} has inputs {_names(list(inputs))} and outputs "
-            f"{_names(sorted(outputs))}; map those names.",
+            fix=f"{config.name} has inputs {names_text(list(inputs))} and outputs "
+            f"{names_text(sorted(outputs))}; map those names.",
         )
     return known[target.name]
-
-
-def _names(names: list[str]) -> str:
-    """``a, b, c``; past MAX_LISTED names, the first ones and the count."""
-    if not names:
-        return "none"
-    shown = ", ".join(names[:MAX_LISTED])
-    return shown if len(names) <= MAX_LISTED else f"{shown}, ... ({len(names):,} in all)"
 
 
 def declares_io(model: ModelView) -> bool:

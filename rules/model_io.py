@@ -12,7 +12,7 @@ from triton_doctor.autocomplete.tensors import has_batch_axis
 from triton_doctor.evidence import ModelFile, TensorInfo
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import dims_text
+from triton_doctor.rules._common import MAX_LISTED_NAMES, dims_text
 from triton_doctor.rules._model_io import (
     Problem,
     onnx_problems,
@@ -30,9 +30,10 @@ _CHECKERS = {
 
 
 def suggested_block(kind: str, tensors: list[TensorInfo], max_batch_size: int) -> str:
-    """The config block that matches the model's tensors, batch dimension taken off."""
+    """The config block that matches the model's tensors, batch dimension taken off; the first
+    MAX_LISTED_NAMES of them, and a comment counting the rest."""
     lines = []
-    for tensor in tensors:
+    for tensor in tensors[:MAX_LISTED_NAMES]:
         if tensor.dims is None or not tensor.data_type or tensor.data_type == "TYPE_INVALID":
             lines.append(f'  {{ name: "{tensor.name}" }}')
             continue
@@ -41,7 +42,9 @@ def suggested_block(kind: str, tensors: list[TensorInfo], max_batch_size: int) -
         lines.append(
             f'  {{ name: "{tensor.name}" data_type: {tensor.data_type} dims: [ {shown} ] }}'
         )
-    return f"{kind} [\n" + ",\n".join(lines) + "\n]"
+    more = len(tensors) - len(lines)
+    rest = f"\n  # ... and {more:,} more {kind}s" if more > 0 else ""
+    return f"{kind} [\n" + ",\n".join(lines) + rest + "\n]"
 
 
 def _problems(model: ModelView) -> Iterator[tuple[int, ModelFile, Problem]]:
@@ -59,17 +62,24 @@ def _problems(model: ModelView) -> Iterator[tuple[int, ModelFile, Problem]]:
 
 
 def _hits(model: ModelView, kinds: tuple[str, ...]) -> Iterator[Hit]:
+    fixes: dict[tuple[str, str], str] = {}  # one per file and kind, however many problems
     for number, found, problem in _problems(model):
         if problem.kind not in kinds:
             continue
-        fix = _fix(model, found, problem)
+        key = (found.path, _kind(problem))
+        if key not in fixes:
+            fixes[key] = _fix(model, found, problem)
         yield Hit(
             message=f"{found.path}: {problem.message}",
             triton_message=problem.triton_message,
-            fix=fix,
+            fix=fixes[key],
             field=problem.field,
             version=str(number),
         )
+
+
+def _kind(problem: Problem) -> str:
+    return "output" if problem.field and problem.field.startswith("output") else "input"
 
 
 def _fix(model: ModelView, found: ModelFile, problem: Problem) -> str:
@@ -79,7 +89,7 @@ def _fix(model: ModelView, found: ModelFile, problem: Problem) -> str:
             found.torchscript) else ""
         return f"Declare one input per forward() argument ({names})." if names else (
             "Make the config match the model.")
-    kind = "output" if problem.field and problem.field.startswith("output") else "input"
+    kind = _kind(problem)
     tensors = found.outputs if kind == "output" else found.inputs
     block = suggested_block(kind, tensors, config.max_batch_size)
     return f"Declare the model's {kind}s as it has them:\n{block}"
