@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from triton_doctor.evidence import AutoCompleteCall, AutoCompleteFacts
+from triton_doctor.evidence import MAX_JSON_DEPTH, AutoCompleteCall, AutoCompleteFacts
 
 METHODS = frozenset({
     "set_max_batch_size", "add_input", "add_output", "set_dynamic_batching",
@@ -23,8 +23,9 @@ MAX_UNROLL = 256
 #: multiply (three of 256 items are 16.7 M passes), so a limit per loop bounds nothing.
 MAX_NODES = 100_000
 #: Statements and expressions followed inside one another; deeper ones are unknown (an elif
-#: chain or a subscript chain thousands deep would otherwise exhaust the stack).
-MAX_DEPTH = 100
+#: chain or a subscript chain thousands deep would otherwise exhaust the stack). Within the
+#: depth a snapshot keeps, so that every argument read can be saved and replayed.
+MAX_DEPTH = MAX_JSON_DEPTH
 _UNKNOWN = object()
 
 

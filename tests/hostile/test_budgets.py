@@ -331,3 +331,30 @@ output [ {{ name: "y" data_type: TYPE_FP32 dims: [ 1 ] }} ]
              and "is not in the model" in f["message"]]
     assert len(stray) == 5000
     assert stray[0]["message"].endswith(", ... (5,000 in all)")
+
+
+def test_auto_complete_argument_nested_deeply_is_saved_and_replayed(tmp_path: Path) -> None:
+    """An argument read 70 lists deep was written into a snapshot that then refused to load."""
+    from tests.test_server_collector import HEALTHY, http_server
+
+    repo = _repository(tmp_path)
+    nested = "[" * 70 + "1" + "]" * 70
+    write_model(repo, "m", GOOD_CONFIG, {"1/model.py": f"""
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        config.add_input({{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": {nested}}})
+        return config
+
+    def execute(self, requests):
+        return []
+"""})
+    out = tmp_path / "served.snapshot.json"
+    with http_server(HEALTHY) as url:
+        proc = _run("snapshot", "--url", url, "--window", "0", "--timeout", "5", "-o", str(out),
+                    str(repo))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    replayed = _run("check", "--format", "json", "--snapshot", str(out))
+    assert replayed.returncode == 1, replayed.stdout[-3000:] + replayed.stderr[-3000:]
+    assert ("judged", "TD212") in {(f["model"], f["rule"])
+                                   for f in json.loads(replayed.stdout)["findings"]}
