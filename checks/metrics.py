@@ -198,7 +198,7 @@ def _failed(shown: str, failure: Failure, timeout: float) -> str:
 
 
 def _connection_problem(error: BaseException) -> str:
-    """The cause in words: requests nests it in urllib3's errors, several levels down."""
+    """The cause in words, from the OSError the failure wraps."""
     wrapped = list(causes(error))
     if any(isinstance(cause, ConnectionRefusedError) for cause in wrapped):
         return ("connection refused; is tritonserver running with --allow-metrics=true on this "
