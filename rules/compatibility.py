@@ -194,10 +194,10 @@ def backend_not_in_release(model: ModelView, repository: RepositoryView) -> Iter
     if backend in release.backends or backend in model.options.extra_backends:
         return
     library = f"libtriton_{backend}.so"
-    if library in model.dir.tree or any(
+    if model.dir.tree_stopped_after is not None or library in model.dir.tree or any(
         path.endswith("/" + library) and path.count("/") == 1 for path in model.dir.tree
     ):
-        return
+        return  # found, or the walk stopped before it could tell (TD114 says so)
     optional = backend in OPTIONAL_BACKENDS
     if optional:
         fix = (f"Use the image that ships it (e.g. tritonserver:<release>-vllm-python-py3 for "

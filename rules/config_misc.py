@@ -117,7 +117,6 @@ def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit
         )
         return
     inputs = {tensor.name for tensor in config.input}
-    tree = set(model.dir.tree)
     for index, sample in enumerate(config.model_warmup):
         where = f"model_warmup[{index}]"
         if sample.batch_size > max(config.max_batch_size, 1):
@@ -175,7 +174,7 @@ def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit
                         field=f"{where}.inputs",
                         evidence={"file_bytes": size, "needed_bytes": needed},
                     )
-                if path not in tree:
+                if model.tree_shows_absent(path):
                     yield Hit(
                         message=f"warmup data file {path} does not exist",
                         triton_message=f"failed to open text file for read "
@@ -298,7 +297,8 @@ def _initial_state_problems(
         needed = _expected_bytes(initial.data_type, initial.dims)
         path = f"{model.dir.path}/initial_state/{initial.data_file}"
         if size is None:
-            yield f"failed to open text file for read {path}: No such file or directory"
+            if model.tree_shows_absent(f"initial_state/{initial.data_file}"):
+                yield f"failed to open text file for read {path}: No such file or directory"
         elif needed is not None and size < needed:
             yield (
                 f"initial_state setting expects {needed} bytes, but the data provided from "
@@ -363,12 +363,11 @@ def python_env_missing(model: ModelView, repository: RepositoryView) -> Iterator
     if not value.startswith(MODEL_DIRECTORY_VARIABLE):
         return
     relative = posixpath.normpath(value[len(MODEL_DIRECTORY_VARIABLE) :].lstrip("/"))
-    tree = set(model.dir.tree)
     path = f"{model.dir.path}/{relative}"
-    if relative in tree:
-        return
-    if relative + "/" in tree:
-        if f"{relative}/bin/activate" in tree:
+    if not model.tree_shows_absent(relative):
+        return  # there, or the walk stopped before it could tell (TD114 says so)
+    if not model.tree_shows_absent(relative + "/"):  # an unpacked environment
+        if not model.tree_shows_absent(f"{relative}/bin/activate"):
             return
         text = (
             f"Path {path}/bin/activate does not exist. The Python environment should "
