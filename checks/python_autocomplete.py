@@ -10,6 +10,7 @@ conditional or unknown so the rules never claim an error the code might not make
 from __future__ import annotations
 
 import ast
+import math
 from typing import Any
 
 from triton_doctor.evidence import MAX_JSON_DEPTH, AutoCompleteCall, AutoCompleteFacts
@@ -205,7 +206,7 @@ class _Follower:
 
     def _value(self, node: ast.expr, env: dict[str, Any]) -> Any:
         if isinstance(node, ast.Constant):
-            return node.value
+            return node.value if _json_scalar(node.value) else _UNKNOWN
         if isinstance(node, ast.Name):
             return env.get(node.id, _UNKNOWN)
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -235,10 +236,20 @@ class _Follower:
                 return _UNKNOWN  # ``**other``
             key = self.value(key_node, env)
             item = self.value(value_node, env)
-            if key is _UNKNOWN or item is _UNKNOWN or not isinstance(key, (str, int)):
+            if key is _UNKNOWN or item is _UNKNOWN or not isinstance(key, str):
                 return _UNKNOWN
             built[key] = item
         return built
+
+
+def _json_scalar(value: Any) -> bool:
+    """Whether a constant survives a snapshot as itself: bytes, complex numbers, ``...``, NaN
+    and integers past int64 do not, and no config field takes them, so they count as unknown."""
+    if value is None or isinstance(value, (str, bool)):
+        return True
+    if isinstance(value, int):
+        return -(2**63) <= value < 2**63
+    return isinstance(value, float) and math.isfinite(value)
 
 
 def _item(container: Any, key: Any) -> Any:

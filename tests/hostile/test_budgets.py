@@ -333,17 +333,22 @@ output [ {{ name: "y" data_type: TYPE_FP32 dims: [ 1 ] }} ]
     assert stray[0]["message"].endswith(", ... (5,000 in all)")
 
 
-def test_auto_complete_argument_nested_deeply_is_saved_and_replayed(tmp_path: Path) -> None:
-    """An argument read 70 lists deep was written into a snapshot that then refused to load."""
+@pytest.mark.parametrize("dims", [
+    "[" * 70 + "1" + "]" * 70,  # read 70 lists deep: refused by the snapshot's reader
+    "[b'\\xff', 1j, ...]",       # constants JSON cannot write
+    "[10**0, 10000000000000000000000000000000, 1e999]",  # past int64; infinity
+    "{1: 2}",                   # a key JSON would turn into a string
+])
+def test_auto_complete_argument_is_saved_and_replayed(tmp_path: Path, dims: str) -> None:
+    """Every argument the follower keeps can be written into a snapshot and read back."""
     from tests.test_server_collector import HEALTHY, http_server
 
     repo = _repository(tmp_path)
-    nested = "[" * 70 + "1" + "]" * 70
     write_model(repo, "m", GOOD_CONFIG, {"1/model.py": f"""
 class TritonPythonModel:
     @staticmethod
     def auto_complete_config(config):
-        config.add_input({{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": {nested}}})
+        config.add_input({{"name": "INPUT0", "data_type": "TYPE_FP32", "dims": {dims}}})
         return config
 
     def execute(self, requests):
