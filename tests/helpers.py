@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import resource
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -18,11 +21,44 @@ DEMO = ROOT / "fixtures" / "demo-repository"
 PYTHON_MODEL = "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
 
 
-def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, timeout: float = 60,
+            memory_bytes: int | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a subprocess, bounded in time and, with ``memory_bytes``, in address space
+    (for inputs whose defect was memory: a run past the limit fails instead of swapping)."""
+
+    def limit_memory() -> None:
+        assert memory_bytes is not None
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
     return subprocess.run(
         [sys.executable, "-m", "triton_doctor", *args],
         capture_output=True, text=True, timeout=timeout, check=False,
+        preexec_fn=limit_memory if memory_bytes else None,
     )
+
+
+def tree_state(root: Path) -> dict[bytes, str]:
+    """Every path below ``root`` (as bytes: names need not be UTF-8), not following links:
+    a regular file's digest (a large one's size and time), a link's target, else its type,
+    so that a test can assert a run changed nothing, special files included."""
+    state = {}
+    for current, dirs, files in os.walk(bytes(root), followlinks=False):
+        for name in dirs + files:
+            path = os.path.join(current, name)
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                state[path] = "link:" + os.fsdecode(os.readlink(path))
+            elif stat.S_ISREG(info.st_mode) and info.st_size > 2**20:
+                state[path] = f"size:{info.st_size} mtime:{info.st_mtime_ns}"
+            elif stat.S_ISREG(info.st_mode):
+                try:
+                    with open(path, "rb") as handle:
+                        state[path] = hashlib.sha256(handle.read()).hexdigest()
+                except PermissionError:
+                    state[path] = "unreadable"
+            else:
+                state[path] = f"type:{stat.S_IFMT(info.st_mode):o}"
+    return state
 
 
 def check_json(repo: Path | str, *args: str) -> dict[str, Any]:

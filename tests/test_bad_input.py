@@ -3,7 +3,6 @@ traceback, and nothing written."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import subprocess
 from pathlib import Path
@@ -15,26 +14,9 @@ from tests.helpers import (
     check_json,
     run_cli,
     run_cli_without_dac_override,
+    tree_state,
     write_model,
 )
-
-
-def _snapshot(root: Path) -> dict[str, str]:
-    """Every path below root with a digest of its content (or its link target)."""
-    state = {}
-    for current, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            path = Path(current) / name
-            if path.is_symlink():
-                state[str(path)] = "link:" + os.readlink(path)
-            elif path.is_file():
-                try:
-                    state[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-                except PermissionError:
-                    state[str(path)] = "unreadable"
-            else:
-                state[str(path)] = "dir"
-    return state
 
 
 def _assert_clean_failure(proc: subprocess.CompletedProcess[str], code: int, needle: str) -> None:
@@ -55,7 +37,7 @@ def _assert_clean_failure(proc: subprocess.CompletedProcess[str], code: int, nee
 def test_config_contents(tmp_path: Path, content: bytes) -> None:
     model = write_model(tmp_path, "m", None)
     (model / "config.pbtxt").write_bytes(content)
-    before = _snapshot(tmp_path)
+    before = tree_state(tmp_path)
     for fmt in ("text", "json"):
         proc = run_cli("check", "--format", fmt, str(tmp_path))
         assert "Traceback" not in proc.stderr
@@ -67,7 +49,7 @@ def test_config_contents(tmp_path: Path, content: bytes) -> None:
         assert str(model / "config.pbtxt") in finding["message"] + (finding["triton_message"] or "")
     else:
         assert not [f for f in report["findings"] if f["severity"] == "error"]
-    assert _snapshot(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_fifty_megabyte_config(tmp_path: Path) -> None:

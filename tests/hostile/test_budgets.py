@@ -3,38 +3,23 @@ clean "not followed" instead of a hang or a traceback, and the other models stil
 
 from __future__ import annotations
 
+import functools
 import json
-import resource
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.helpers import GOOD_CONFIG, write_model
+from tests.helpers import GOOD_CONFIG, run_cli, tree_state, write_model
 
 TIMEOUT_S = 90
 MEMORY_BYTES = 2 << 30
 #: A model every test puts beside the hostile one: its finding shows the run went on.
 JUDGED_CONFIG = GOOD_CONFIG.replace("dims: [ 4 ] }", "dims: [ 0 ] }", 1)
 
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI under a time and an address-space limit."""
-    return subprocess.run(
-        [sys.executable, "-m", "triton_doctor", *args], capture_output=True, text=True,
-        timeout=TIMEOUT_S, preexec_fn=_limit_memory, check=False,
-    )
-
-
-def _tree(root: Path) -> dict[str, tuple[int, int, int]]:
-    return {str(p): (p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns)
-            for p in sorted(root.rglob("*"))}
+#: The CLI under a time and an address-space limit.
+_run = functools.partial(run_cli, timeout=TIMEOUT_S, memory_bytes=MEMORY_BYTES)
 
 
 def _repository(tmp_path: Path) -> Path:
@@ -47,12 +32,12 @@ def _repository(tmp_path: Path) -> Path:
 def _check(repo: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
     """``check --format json``: exit 1 for the finding in ``judged``, no traceback, nothing
     under ``repo`` changed."""
-    before = _tree(repo)
+    before = tree_state(repo)
     proc = _run("check", "--format", "json", *args, str(repo))
     said = proc.stdout + proc.stderr
     assert proc.returncode == 1, said[-3000:]
     assert "Traceback" not in said
-    assert _tree(repo) == before
+    assert tree_state(repo) == before
     report = json.loads(proc.stdout)
     assert ("judged", "TD212") in {(f["model"], f["rule"]) for f in report["findings"]}
     return proc, report

@@ -8,7 +8,6 @@ must still be special afterwards.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import resource
@@ -23,7 +22,7 @@ from typing import ClassVar
 
 import pytest
 
-from tests.helpers import GOOD_CONFIG, write_model
+from tests.helpers import GOOD_CONFIG, run_cli, tree_state, write_model
 
 #: A run of the CLI on a small repository takes a second or two; a hang takes forever.
 TIMEOUT_S = 60
@@ -33,38 +32,11 @@ MEMORY_BYTES = 1024 * 1024 * 1024
 OTHER = GOOD_CONFIG.replace("TYPE_FP32", "TYPE_NOPE", 1)
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-
-
 def _run(*args: str, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
     """The CLI as a user runs it, bounded in time and address space."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "triton_doctor", *args], capture_output=True, text=True,
-        timeout=timeout, check=False, preexec_fn=_limit_memory,
-    )
+    proc = run_cli(*args, timeout=timeout, memory_bytes=MEMORY_BYTES)
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     return proc
-
-
-def _state(root: Path) -> dict[str, str]:
-    """Every path below ``root``: its type, and a digest of a regular file's bytes (of a huge
-    sparse one, its size and time)."""
-    state = {}
-    for current, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            path = Path(current) / name
-            info = path.lstat()
-            mode = info.st_mode
-            if stat.S_ISREG(mode) and info.st_size > 2**20:
-                state[str(path)] = f"size:{info.st_size} mtime:{info.st_mtime_ns}"
-            elif stat.S_ISREG(mode):
-                state[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
-            elif stat.S_ISLNK(mode):
-                state[str(path)] = "link:" + os.readlink(path)
-            else:
-                state[str(path)] = f"type:{stat.S_IFMT(mode)}"
-    return state
 
 
 # --- reading: a FIFO wherever the tool opens a file ---------------------------------------
@@ -88,22 +60,22 @@ def test_a_fifo_in_a_model_is_a_finding_not_a_hang(tmp_path: Path, place: str) -
     (model / relative).parent.mkdir(parents=True, exist_ok=True)
     os.mkfifo(model / relative)
     write_model(tmp_path, "other", OTHER)
-    before = _state(tmp_path)
+    before = tree_state(tmp_path)
     proc = _run("check", "--format", "json", *flags, str(tmp_path))
     assert proc.returncode == 1, proc.stderr
     findings = json.loads(proc.stdout)["findings"]
     assert [f for f in findings if f["model"] == "piped" and "FIFO" in f["message"]], findings
     assert [f for f in findings if f["model"] == "other" and f["rule"] == "TD201"]
-    assert _state(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_a_fifo_as_the_discovered_settings_file_is_not_waited_on(tmp_path: Path) -> None:
     write_model(tmp_path, "other", OTHER)
     os.mkfifo(tmp_path / ".triton-doctor.toml")
-    before = _state(tmp_path)
+    before = tree_state(tmp_path)
     proc = _run("check", str(tmp_path))
     assert proc.returncode in (1, 2), proc.stderr
-    assert _state(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def _special_or_huge(tmp_path: Path, kind: str, name: str) -> str:
@@ -126,13 +98,13 @@ def test_settings_or_snapshot_file_that_is_not_one_is_a_usage_error(
     repo = tmp_path / "repo"
     write_model(repo, "other", OTHER)
     given = _special_or_huge(tmp_path, kind, "settings.toml" if flag == "--config" else "s.json")
-    before = _state(tmp_path)
+    before = tree_state(tmp_path)
     proc = _run("check", flag, given, *([str(repo)] if flag == "--config" else []))
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert given in proc.stderr
     expected = {"fifo": "FIFO", "device": "character device", "huge": "MiB"}[kind]
     assert expected in proc.stderr
-    assert _state(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 # --- reading: an ONNX file truncated while it is read ---------------------------------------
@@ -157,6 +129,11 @@ mmap.mmap, os.pread = mapped, pread
 from triton_doctor.checks.formats.onnx import read_onnx
 print(read_onnx(path).problem)
 """
+
+
+def _limit_memory() -> None:
+    """The address-space limit for a script that is not the CLI (run_cli's is for the CLI)."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
 
 
 def test_an_onnx_file_truncated_while_read_is_a_finding_not_sigbus(tmp_path: Path) -> None:
@@ -274,11 +251,11 @@ def test_output_onto_a_fifo_without_a_reader_is_a_usage_error(tmp_path: Path,
                                                               server: str) -> None:
     fifo = tmp_path / "out.fifo"
     os.mkfifo(fifo)
-    before = _state(tmp_path)
+    before = tree_state(tmp_path)
     proc = _snapshot(server, str(fifo))
     assert proc.returncode == 2, proc.stderr
     assert str(fifo) in proc.stderr and "no process reads" in proc.stderr
-    assert _state(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_output_through_a_symbolic_link_keeps_the_link(tmp_path: Path, server: str) -> None:
@@ -311,10 +288,10 @@ def test_output_onto_a_dangling_link_or_a_directory_is_a_usage_error(tmp_path: P
                                                                      server: str) -> None:
     (tmp_path / "dangling.json").symlink_to("missing.json")
     (tmp_path / "dir.json").mkdir()
-    before = _state(tmp_path)
+    before = tree_state(tmp_path)
     for name, why in (("dangling.json", "symbolic link to a missing file"),
                       ("dir.json", "directory")):
         proc = _snapshot(server, str(tmp_path / name))
         assert proc.returncode == 2, proc.stderr
         assert why in proc.stderr.lower()
-    assert _state(tmp_path) == before
+    assert tree_state(tmp_path) == before

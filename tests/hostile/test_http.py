@@ -10,7 +10,6 @@ import contextlib
 import json
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ from triton_doctor import snapshot
 from triton_doctor.checks.live import LiveRequest
 from triton_doctor.checks.poll import Poller
 
-from tests.helpers import GOOD_CONFIG, run_cli, write_model
+from tests.helpers import GOOD_CONFIG, run_cli, tree_state, write_model
 
 #: Seconds a CLI run may take at most before the test gives up on it.
 LIMIT = 30
@@ -111,14 +110,6 @@ def drip(conn: socket.socket, path: str, head: bytes, stop: threading.Event) -> 
         conn.sendall(bytes([byte]))
 
 
-def _tree(root: Path) -> dict[str, tuple[int, int, int, bytes]]:
-    """Every path under ``root`` with its mode, size, modification time and content."""
-    return {str(p.relative_to(root)): (p.lstat().st_mode, p.lstat().st_size,
-                                       p.lstat().st_mtime_ns,
-                                       p.read_bytes() if p.is_file() else b"")
-            for p in sorted(root.rglob("*"))}
-
-
 def _check(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     """``check ... --window 0.2 --format json`` and how long it took."""
     started = time.monotonic()
@@ -139,7 +130,7 @@ def _td602(proc: subprocess.CompletedProcess[str]) -> list[dict[str, object]]:
 def test_headers_sent_a_byte_at_a_time_end_at_the_timeout(slow: str, tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     write_model(repo, "m", GOOD_CONFIG)
-    before = _tree(tmp_path)
+    before = tree_state(tmp_path)
     with serve(triton) as good, serve(drip) as dripping:
         server, metrics = (dripping, good) if slow == "server" else (good, dripping)
         proc, took = _check(str(repo), "--url", f"http://127.0.0.1:{server}", "--metrics-url",
@@ -147,7 +138,7 @@ def test_headers_sent_a_byte_at_a_time_end_at_the_timeout(slow: str, tmp_path: P
     assert proc.returncode == 3, proc.stderr
     assert took < 3 + MARGIN
     assert f"127.0.0.1:{dripping}" in proc.stderr and "within 3 s" in proc.stderr
-    assert _tree(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_a_redirect_chain_shares_one_deadline() -> None:
@@ -310,17 +301,12 @@ def test_five_million_metric_lines_are_read_in_part_within_memory(tmp_path: Path
     repo = tmp_path / "repo"
     write_model(repo, "m", GOOD_CONFIG)
     write_model(repo, "broken", GOOD_CONFIG.replace("[ 4 ] } ]\noutput", "[ 0 ] } ]\noutput"))
-    before = _tree(tmp_path)
-    limit = f"import resource; resource.setrlimit(resource.RLIMIT_AS, ({MEMORY}, {MEMORY}))"
+    before = tree_state(tmp_path)
     with serve(triton) as server, serve(huge) as metrics:
         started = time.monotonic()
-        proc = subprocess.run(
-            [sys.executable, "-c", f"{limit}; import runpy, sys; sys.argv[0] = 'triton-doctor';"
-             " runpy.run_module('triton_doctor', run_name='__main__')",
-             "check", str(repo), "--url", f"http://127.0.0.1:{server}", "--metrics-url",
-             f"http://127.0.0.1:{metrics}/metrics", "--window", "0.2", "--timeout", "20",
-             "--format", "json"],
-            capture_output=True, text=True, timeout=120, check=False)
+        proc = run_cli("check", str(repo), "--url", f"http://127.0.0.1:{server}", "--metrics-url",
+                       f"http://127.0.0.1:{metrics}/metrics", "--window", "0.2", "--timeout", "20",
+                       "--format", "json", timeout=120, memory_bytes=MEMORY)
         took = time.monotonic() - started
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr[-2000:]
     assert proc.returncode == 1, proc.stderr
@@ -328,5 +314,5 @@ def test_five_million_metric_lines_are_read_in_part_within_memory(tmp_path: Path
     assert any(f["model"] == "broken" for f in report["findings"])  # the repository judged too
     (cut,) = [f for f in _td602(proc) if "unread_lines" in str(f["evidence"])]
     assert cut["evidence"] == {"unread_lines": LINES - 200_000}
-    assert _tree(tmp_path) == before
+    assert tree_state(tmp_path) == before
     print(f"5 M metric lines: {took:.1f} s")

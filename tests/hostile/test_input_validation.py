@@ -21,7 +21,7 @@ from triton_doctor import cli
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.evidence import ContainerEvidence, to_jsonable
 
-from tests.helpers import DEMO, GOOD_CONFIG, ROOT, run_cli, write_model
+from tests.helpers import DEMO, GOOD_CONFIG, ROOT, run_cli, tree_state, write_model
 
 INCIDENT = ROOT / "fixtures" / "recorded" / "watch" / "incident.snapshot.json"
 REPORT_SCHEMA = json.loads((ROOT / "doctor" / "schema" / "report.schema.json").read_text())
@@ -29,17 +29,11 @@ ZERO_DIM = GOOD_CONFIG.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutp
 TIMEOUT = 30
 
 
-def _tree(root: Path) -> dict[str, tuple[int, int, int]]:
-    """Every path under ``root`` with its mode, size and modification time."""
-    return {str(p.relative_to(root)): (p.lstat().st_mode, p.lstat().st_size, p.lstat().st_mtime_ns)
-            for p in sorted(root.rglob("*"))}
-
-
 @contextlib.contextmanager
 def _unchanged(root: Path) -> Iterator[None]:
-    before = _tree(root)
+    before = tree_state(root)
     yield
-    assert _tree(root) == before
+    assert tree_state(root) == before
 
 
 def _refused(proc: Any, *needles: str) -> None:

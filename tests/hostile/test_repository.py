@@ -9,13 +9,11 @@ the repository changes.
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import os
-import resource
 import struct
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,13 @@ from triton_doctor.checks.repository import MAX_ENTRIES_PER_DIR
 from fixtures.generate import onnx_models
 from fixtures.generate.hostile_models import onnx_with_inputs, zip_with_entries
 from fixtures.generate.plan_headers import build_plan
-from tests.helpers import GOOD_CONFIG, run_cli_without_dac_override, write_model
+from tests.helpers import (
+    GOOD_CONFIG,
+    run_cli,
+    run_cli_without_dac_override,
+    tree_state,
+    write_model,
+)
 
 TIMEOUT_S = 60
 #: Address-space limit for runs whose defect was memory (the CLI itself needs ~0.3 GB).
@@ -35,31 +39,8 @@ MEMORY_BYTES = 1536 * 1024 * 1024
 OTHER = GOOD_CONFIG.replace("TYPE_FP32", "TYPE_NOPE", 1)
 ONNX_CONFIG = 'backend: "onnxruntime"\nmax_batch_size: 0\n'
 
-
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-
-
-def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    """The CLI, bounded in time and address space."""
-    return subprocess.run(
-        [sys.executable, "-m", "triton_doctor", *args], capture_output=True, text=True,
-        timeout=TIMEOUT_S, check=False, preexec_fn=_limit_memory,
-    )
-
-
-def _state(root: Path) -> dict[bytes, str]:
-    """Every path below ``root`` (as bytes: names need not be UTF-8) with its content's digest."""
-    state = {}
-    for current, dirs, files in os.walk(bytes(root)):
-        for name in dirs + files:
-            path = os.path.join(current, name)
-            if os.path.isfile(path) and os.access(path, os.R_OK):
-                with open(path, "rb") as handle:
-                    state[path] = hashlib.sha256(handle.read()).hexdigest()
-            else:
-                state[path] = "other"
-    return state
+#: The CLI, bounded in time and address space.
+_run = functools.partial(run_cli, timeout=TIMEOUT_S, memory_bytes=MEMORY_BYTES)
 
 
 def _json_check(repo: Path) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
@@ -91,12 +72,12 @@ def test_model_file_behind_thousands_of_shards_is_found(tmp_path: Path) -> None:
     for index in range(2100):
         (version / f"model.layers.{index}.weight").touch()
     write_model(tmp_path, "other", OTHER)
-    before = _state(tmp_path)
+    before = tree_state(tmp_path)
     _, report = _json_check(tmp_path)
     assert "TD108" not in _rules(report, "llm")
     assert "TD114" not in _rules(report, "llm")
     assert _rules(report, "other")
-    assert _state(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_listing_over_budget_is_reported_and_the_model_file_still_found(tmp_path: Path) -> None:
@@ -140,13 +121,13 @@ def test_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path) -> None:
     with open(os.path.join(root, b"caf\xe9", b"config.pbtxt"), "w") as handle:
         handle.write(GOOD_CONFIG)
     write_model(tmp_path, "other", OTHER)
-    before = _state(tmp_path)
+    before = tree_state(tmp_path)
     text = _run("check", str(tmp_path))
     _assert_clean(text, 1)
     assert "caf\\xe9" in text.stdout and "1\\xff" in text.stdout
     _, report = _json_check(tmp_path)
     assert {"caf\\xe9", "other"} <= {f["model"] for f in report["findings"]}
-    assert _state(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_tensorrt_section_offset_beyond_the_file(tmp_path: Path) -> None:
@@ -215,7 +196,7 @@ def test_external_data_outside_is_a_finding_and_never_looked_up(
     tensor.external_data.add(key="location", value=location.format(secret=secret))
     (version / "model.onnx").write_bytes(model.SerializeToString())
     write_model(repo, "other", OTHER)
-    before = _state(repo)
+    before = tree_state(repo)
     outputs = []
     for present in (False, True):
         if present:
@@ -226,4 +207,4 @@ def test_external_data_outside_is_a_finding_and_never_looked_up(
         assert _rules(report, "other")
         outputs.append([f["message"] for f in report["findings"]])
     assert outputs[0] == outputs[1]
-    assert _state(repo) == before
+    assert tree_state(repo) == before
