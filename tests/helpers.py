@@ -39,25 +39,26 @@ def run_cli(*args: str, timeout: float = 60,
 
 def tree_state(root: Path) -> dict[bytes, str]:
     """Every path below ``root`` (as bytes: names need not be UTF-8), not following links:
-    a regular file's digest (a large one's size and time), a link's target, else its type,
-    so that a test can assert a run changed nothing, special files included."""
+    its mode (type and permissions) and a regular file's digest (a large one's size and
+    time) or a link's target, so that a test can assert a run changed nothing, special files
+    included."""
     state = {}
     for current, dirs, files in os.walk(bytes(root), followlinks=False):
         for name in dirs + files:
             path = os.path.join(current, name)
             info = os.lstat(path)
+            content = ""
             if stat.S_ISLNK(info.st_mode):
-                state[path] = "link:" + os.fsdecode(os.readlink(path))
+                content = os.fsdecode(os.readlink(path))
             elif stat.S_ISREG(info.st_mode) and info.st_size > 2**20:
-                state[path] = f"size:{info.st_size} mtime:{info.st_mtime_ns}"
+                content = f"size:{info.st_size} mtime:{info.st_mtime_ns}"
             elif stat.S_ISREG(info.st_mode):
                 try:
                     with open(path, "rb") as handle:
-                        state[path] = hashlib.sha256(handle.read()).hexdigest()
+                        content = hashlib.sha256(handle.read()).hexdigest()
                 except PermissionError:
-                    state[path] = "unreadable"
-            else:
-                state[path] = f"type:{stat.S_IFMT(info.st_mode):o}"
+                    content = "unreadable"
+            state[path] = f"{info.st_mode:o} {content}"
     return state
 
 
