@@ -117,18 +117,20 @@ def onnx_external_data_missing(model: ModelView, repository: RepositoryView) -> 
         )
 
 
-@rule("TD312", "onnx-external-data-outside", "error",
+@rule("TD312", "onnx-external-data-outside", "warning",
       "ONNX external data lies outside the model's directory")
 def onnx_external_data_outside(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the external-data locations an ONNX model names are relative paths that
     stay in the .onnx file's directory: not absolute (`/data/weights.bin`), not climbing out
-    (`../shared/weights.bin`), not through a symbolic link that leads out.
+    (`../shared/weights.bin`). A bare name that is a symbolic link to elsewhere (as in the
+    Hugging Face cache) stays in the directory and is fine.
 
-    Why it matters: ONNX Runtime refuses such locations (absolute paths are not allowed, and
-    a path that escapes the model directory is rejected), so the session is not created and
-    the version does not load; older runtimes read whatever file the path names. triton-doctor
-    never looks such a path up, so the report tells nothing about files outside the model.
+    Why it matters: newer ONNX Runtime (since PR #26776, December 2025) refuses the session,
+    so the version does not load; older ones, bundled in most Triton releases, read whatever
+    file the path names, which breaks when the repository moves and lets a model read files
+    of the host. triton-doctor never looks such a path up, so the report tells nothing about
+    files outside the model.
 
     Example: location `../../weights/model.onnx.data` → copy the data file beside the model
     and re-save it with `location="model.onnx.data"`.

@@ -512,10 +512,13 @@ def header_problem(top: TopLevel) -> str | None:
 
 def check_external(path: str, locations: list[str]) -> tuple[list[str], list[str]]:
     """(locations that are not files next to the model at ``path``, locations outside its
-    directory: absolute, climbing out with ``..``, or through a symbolic link that leads out).
+    directory: absolute, or climbing out with ``..`` once normalised).
 
-    Locations outside are never looked up: that would make the report tell whether a file
-    such as /etc/shadow exists anywhere on the host. ONNX Runtime refuses them as well.
+    Outside is a lexical test, as in ONNX Runtime since PR #26776: a location that stays in
+    the directory but resolves through a symbolic link to elsewhere (the Hugging Face cache
+    links 1/model.onnx.data into blobs/) loads, so it is neither outside nor missing. Nothing
+    outside the model's directory is looked up for existence: that would make the report tell
+    whether a file such as /etc/shadow exists anywhere on the host.
     """
     directory = os.path.realpath(os.path.dirname(path))
     missing, outside = [], []
@@ -524,12 +527,10 @@ def check_external(path: str, locations: list[str]) -> tuple[list[str], list[str
         if normal == ".." or normal.startswith("../") or posixpath.isabs(normal):
             outside.append(location)
             continue
-        # Resolving follows the links in the repository; the result says nothing of whether
-        # a file outside exists, and nothing outside is looked up for existence.
+        # Resolving follows the links in the repository; a target it leads out to is taken as
+        # present, so what exists outside never shows in the report.
         target = os.path.realpath(os.path.join(directory, normal))
-        if os.path.commonpath([directory, target]) != directory:
-            outside.append(location)
-        elif not os.path.isfile(target):
+        if os.path.commonpath([directory, target]) == directory and not os.path.isfile(target):
             missing.append(location)
     return missing, outside
 

@@ -208,3 +208,29 @@ def test_external_data_outside_is_a_finding_and_never_looked_up(
         outputs.append([f["message"] for f in report["findings"]])
     assert outputs[0] == outputs[1]
     assert tree_state(repo) == before
+
+
+def test_external_data_linked_into_a_cache_is_neither_outside_nor_missing(
+        tmp_path: Path) -> None:
+    """The Hugging Face cache layout: 1/model.onnx and 1/model.onnx.data are symbolic links
+    into blobs/ elsewhere. ONNX Runtime loads it; the location stays in the directory."""
+    repo = tmp_path / "repo"
+    version = _onnx_model(repo, "encoder")
+    model = onnx_models.onnx.ModelProto()
+    model.ParseFromString((version / "model.onnx").read_bytes())
+    tensor = model.graph.initializer.add(name="w", data_type=1, dims=[1])
+    tensor.data_location = 1  # EXTERNAL
+    tensor.external_data.add(key="location", value="model.onnx.data")
+    blobs = tmp_path / "blobs"
+    blobs.mkdir()
+    (blobs / "a1b2").write_bytes(model.SerializeToString())
+    (blobs / "c3d4").write_bytes(bytes(4))
+    (version / "model.onnx").unlink()
+    (version / "model.onnx").symlink_to(blobs / "a1b2")
+    (version / "model.onnx.data").symlink_to(blobs / "c3d4")
+    write_model(repo, "other", OTHER)
+    before = tree_state(tmp_path)
+    _, report = _json_check(repo)
+    assert not _rules(report, "encoder") & {"TD302", "TD312"}, report["findings"]
+    assert _rules(report, "other")
+    assert tree_state(tmp_path) == before
