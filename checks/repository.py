@@ -11,11 +11,11 @@ import os
 from pathlib import Path
 
 from triton_doctor import model_config, normalize
-from triton_doctor.checks.display import display_name
 from triton_doctor.checks.formats import read_model_file
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ConfigFile, ModelDir, RepositoryEvidence, Subdir
+from triton_doctor.printable import display_name
 from triton_doctor.safe_files import FileTooLarge, NotRegularFile, read_file
 from triton_doctor.view import read_version_dir
 

@@ -7,8 +7,9 @@ reader sees (bidi overrides and isolates, U+202A-U+202E, U+2066-U+2069, and the 
 U+061C, U+200E, U+200F), or start a line of its own (LF, VT, FF, NEL, U+2028, U+2029) that
 passes for one the tool wrote. Each such character is shown as a visible escape instead (``\\n``,
 ``\\r``, ``\\t``, ``\\x1b``, ``\\u202e``), as are lone surrogates (the undecodable bytes of a
-non-UTF-8 file name), which no terminal encoding can write. Backslashes stay as they are:
-the escapes are for the reader, not a format to decode.
+non-UTF-8 file name, shown as ``\\xNN`` as ``display_name`` shows it), which no terminal
+encoding can write. Backslashes stay as they are: the escapes are for the reader, not a format
+to decode.
 
 Front-ends escape each piece of outside text where it goes in (never their own output, whose
 newlines and colours are theirs).
@@ -22,6 +23,8 @@ _NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
 
 
 def _escape(code: int) -> str:
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, as ``display_name`` shows it
+        return f"\\x{code - 0xDC00:02x}"
     return _NAMED.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
@@ -44,3 +47,19 @@ def json_printable(document: str) -> str:
     surrogates) as ``\\uXXXX``: equal JSON, safe to print. Outside strings JSON text holds
     none of them, so each one is inside a string, where the escape means the same."""
     return document.translate(_JSON)
+
+
+def display_name(name: str) -> str:
+    """A file name as text: unchanged when it is valid text, else with its undecodable bytes
+    as ``\\xNN``. A directory may be called ``caf\\xe9`` in Latin-1; Python hands such bytes
+    over as lone surrogates, which protobuf, JSON and a UTF-8 terminal refuse. The Evidence
+    keeps every name in this form; collectors keep reading through the real path."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            raw = name.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a surrogate that no file name decodes to
+            return name.encode("utf-8", "backslashreplace").decode("utf-8")
+        return raw.decode("utf-8", "backslashreplace")
+    return name

@@ -179,6 +179,36 @@ parameters {{ key: {pbtxt_string("k" + hostile)}
     assert tree(tmp_path) == before
 
 
+def test_config_comments_from_auto_complete_are_escaped(tmp_path: Path) -> None:
+    """The lines saying what model.py's auto_complete_config filled in quote its tensor names."""
+    model = write_model(tmp_path / "repo", "m", 'backend: "python"\n', {"1/model.py": f"""
+class TritonPythonModel:
+    @staticmethod
+    def auto_complete_config(config):
+        config.add_input({{"name": {"IN" + HOSTILE_PIECES[0] + chr(10) + "forged"!r},
+                          "data_type": "TYPE_FP32", "dims": [4]}})
+        return config
+
+    def execute(self, requests):
+        return []
+"""})
+    proc = run_cli("config", str(model))
+    assert "Traceback" not in proc.stdout + proc.stderr
+    comments = [line for line in proc.stdout.splitlines() if line.startswith("#")]
+    assert any("auto-complete" in line and "forged" in line for line in comments), proc.stdout
+    assert forbidden(proc.stdout) == [] and forbidden(proc.stderr) == [], proc.stdout
+
+
+def test_config_of_a_model_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    model = write_model(repo, "m", GOOD_CONFIG)
+    renamed = os.path.join(bytes(repo), b"caf\xe9")
+    os.rename(bytes(model), renamed)
+    proc = run_cli("config", os.fsdecode(renamed))
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and 'backend: "python"' in proc.stdout
+
+
 # --- the text report, over many inputs -----------------------------------------------------
 
 hostile_text = st.lists(st.one_of(st.sampled_from(HOSTILE_PIECES), st.characters()),
@@ -244,3 +274,12 @@ def test_any_server_reason_keeps_the_report_clean(reason: str) -> None:
     out = reason_report(reason)
     assert forbidden(out) == [], out
     layout(out)
+
+
+def test_bytes_that_are_not_utf8_read_the_same_in_every_output() -> None:
+    """A path's undecodable byte is ``\\xe9`` in the Evidence (display_name) and on the
+    terminal (printable) alike, whichever of them a piece of text went through."""
+    from triton_doctor.printable import display_name, printable
+
+    name = os.fsdecode(b"caf\xe9")
+    assert printable(name) == display_name(name) == "caf\\xe9"
