@@ -16,7 +16,7 @@ from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.flag_types import count, seconds
-from triton_doctor.printable import printable
+from triton_doctor.printable import display_name, printable
 from triton_doctor.registry import all_rules, describe, find_rule, select_rules
 from triton_doctor.settings import Settings, load_settings
 
@@ -449,7 +449,7 @@ def _config(args: argparse.Namespace) -> int:
         _say(error)
         return EXIT_USAGE
     evidence = Evidence(repository=repository, options=options)
-    text, refusals = render_effective(evidence, model_dir.absolute().name, args.gpus)
+    text, refusals = render_effective(evidence, display_name(model_dir.absolute().name), args.gpus)
     sys.stdout.write(text)
     for refusal in refusals:
         _say(f"the server would refuse this model: {refusal}")

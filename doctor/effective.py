@@ -7,6 +7,7 @@ from triton_doctor import normalize
 from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Severity
+from triton_doctor.printable import printable
 from triton_doctor.registry import all_rules
 from triton_doctor.view import RepositoryView
 
@@ -48,7 +49,7 @@ def effective_config_text(evidence: Evidence, model_name: str, gpus: int) -> str
     completion = view.backend_completion
     filled = completion.filled if completion is not None and completion.error is None else []
     header = "".join(
-        f"# filled in by the {config.backend} backend's auto-complete: {line}\n"
+        f"# filled in by the {config.backend} backend's auto-complete: {printable(line)}\n"
         for line in filled
     )
     return header + text_format.MessageToString(config)
