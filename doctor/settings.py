@@ -137,6 +137,9 @@ def load_settings(explicit: str | None, start: Path) -> Settings:
         data = tomllib.loads(_read(path))
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"{path}: not valid TOML: {error}") from None
+    except (RecursionError, MemoryError):  # arrays or tables nested past Python's stack
+        raise SettingsError(f"{path}: nested too deeply to read; a settings file is a few "
+                            "flat tables") from None
     if is_pyproject:
         data = _table(_table(data, "tool", "[tool]", path), "triton-doctor",
                       "[tool.triton-doctor]", path)
@@ -165,7 +168,7 @@ def _parse(data: dict[str, Any], source: str) -> Settings:
         ignore=_strings(data, "ignore", source),
         fail_on=fail_on or "error",
         disable_auto_complete_config=auto_complete,
-        model_config_name=_optional_string(data, "model-config-name", source),
+        model_config_name=_config_name(data, source),
         triton_version=_optional_string(data, "triton-version", source),
         gpu=_optional_string(data, "gpu", source),
         backends=_strings(data, "backends", source),
@@ -241,6 +244,16 @@ def _optional_string(data: dict[str, Any], key: str, where: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise SettingsError(f"{where}: {key} must be a string, not {_kind(value)}")
     return value
+
+
+def _config_name(data: dict[str, Any], where: str) -> str | None:
+    """model-config-name names ``configs/NAME.pbtxt`` in each model: a bare name, since a
+    settings file comes with the repository and must not point the tool at files elsewhere."""
+    name = _optional_string(data, "model-config-name", where)
+    if name is not None and (not name or "/" in name or "\\" in name or name in (".", "..")):
+        raise SettingsError(f"{where}: model-config-name must be a bare name (the NAME of "
+                            f"configs/NAME.pbtxt), not {name!r}")
+    return name
 
 
 def _thresholds(data: dict[str, Any], where: str) -> dict[str, float]:

@@ -116,6 +116,9 @@ SETTINGS_CASES = [
     (".triton-doctor.toml", "[[waive]]\nrules = ['TD212']\nmodel = ['a']\nreason = 'r'\n",
      "did you mean models"),
     (".triton-doctor.toml", "select = []\nignore = \n", "line 2"),
+    (".triton-doctor.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n", "nested too deeply"),
+    (".triton-doctor.toml", "model-config-name = '../../../etc/passwd'\n", "bare name"),
+    (".triton-doctor.toml", "model-config-name = '..'\n", "bare name"),
 ]
 
 
