@@ -13,7 +13,13 @@ import ast
 import math
 from typing import Any
 
-from triton_doctor.evidence import MAX_JSON_DEPTH, AutoCompleteCall, AutoCompleteFacts
+from triton_doctor.evidence import (
+    INT64_MAX,
+    INT64_MIN,
+    MAX_JSON_DEPTH,
+    AutoCompleteCall,
+    AutoCompleteFacts,
+)
 
 METHODS = frozenset({
     "set_max_batch_size", "add_input", "add_output", "set_dynamic_batching",
@@ -248,7 +254,7 @@ def _json_scalar(value: Any) -> bool:
     if value is None or isinstance(value, (str, bool)):
         return True
     if isinstance(value, int):
-        return -(2**63) <= value < 2**63
+        return INT64_MIN <= value <= INT64_MAX
     return isinstance(value, float) and math.isfinite(value)
 
 

@@ -20,8 +20,9 @@ EVIDENCE_SCHEMA = 1
 #: under ten levels, and writing JSON recurses once per level (a config 500 deep made
 #: ``snapshot`` die with RecursionError).
 MAX_JSON_DEPTH = 64
-#: Counters and sizes are 64-bit in Triton, NVML and the kernel.
-MAX_INT = 2**64
+#: Triton keeps counts, sizes and dims in 64 bits: signed (int64) or, for counters and NVML's
+#: and the kernel's sizes, unsigned (uint64).
+INT64_MIN, INT64_MAX, UINT64_MAX = -(2**63), 2**63 - 1, 2**64 - 1
 
 
 class EvidenceError(ValueError):
@@ -546,7 +547,7 @@ def _leaf(cls: Any, data: Any, path: str) -> Any:
             raise EvidenceError(path, f"must be a finite number, not {number}")
         return number
     value = _expect(cls, data, path)
-    if cls is int and not -MAX_INT <= value <= MAX_INT:
+    if cls is int and not INT64_MIN <= value <= UINT64_MAX:
         raise EvidenceError(path, f"must be an integer within 64 bits, not {value}")
     return value
 
@@ -554,7 +555,7 @@ def _leaf(cls: Any, data: Any, path: str) -> Any:
 def _expect(cls: Any, data: Any, path: str) -> Any:
     """``data`` when JSON gave the type ``cls`` needs (an int for a float too), else the error."""
     if cls is bool or not isinstance(data, bool):  # JSON's true is no number
-        if cls is float and isinstance(data, int) and abs(data) <= MAX_INT:
+        if cls is float and isinstance(data, int) and INT64_MIN <= data <= UINT64_MAX:
             return float(data)
         if isinstance(data, cls):
             return data

@@ -2,8 +2,10 @@
 
 A FIFO named config.pbtxt blocks an ordinary ``open`` forever, ``/dev/zero`` given as a settings
 file never ends, and writing ``-o /dev/null`` by temporary file and rename replaces the device
-with a regular file. Every file the tool reads goes through ``open_file``/``read_file`` (regular
-files only, size capped by the caller's kind) and every file it writes through ``write_file``.
+with a regular file. Every file a repository or a user names goes through ``open_file`` or
+``read_file`` (regular files only, size capped by the caller's kind), except the server log,
+which may be a pipe and has its own bounded reader (checks/logs.py); every file the tool writes
+goes through ``write_file``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from typing import BinaryIO
 
 #: What a path that is not a regular file is, by the file type bits of its mode.
@@ -111,6 +112,8 @@ def write_file(path: str | os.PathLike[str], data: bytes) -> None:
 def _replace(path: str, data: bytes, mode: int | None) -> None:
     """Write a temporary file beside ``path`` and rename it over ``path``; a new file is
     private to its owner (0600), as snapshots may hold what a server said about itself."""
+    import tempfile  # only writers need it, and ``check`` only reads
+
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", dir=directory)
     try:

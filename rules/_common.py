@@ -6,16 +6,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from triton_doctor import model_config
-
-#: Core keeps element counts and byte sizes in int64; past it its own arithmetic overflows.
-INT64_MAX = 2**63 - 1
+from triton_doctor.evidence import INT64_MAX
 
 
 def dims_product(sizes: Iterable[int], start: int = 1) -> int | None:
     """``start`` times the sizes (each >= 0), or None once that leaves int64, where core's count
     overflows. It stops there: multiplied out, a million dims make a number of a million digits
     and minutes of work."""
-    product = start
+    product = start  # core keeps element counts and byte sizes in int64
     for size in sizes:
         product *= size
         if product > INT64_MAX:
