@@ -18,6 +18,7 @@ import pickletools
 import struct
 import zipfile
 import zlib
+from typing import BinaryIO
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg, TorchScriptFacts
@@ -112,21 +113,24 @@ def _directory_over_budget(path: str) -> str | None:
     None when it is within budget (or has no end record: ``zipfile`` then says it is bad)."""
     with open_file(path) as handle:
         size = handle.seek(0, 2)
-        tail_start = max(0, size - EOCD_BYTES - MAX_ZIP_COMMENT - ZIP64_LOCATOR_BYTES)
+        tail_start = max(0, size - EOCD_BYTES - MAX_ZIP_COMMENT - ZIP64_LOCATOR_BYTES
+                         - ZIP64_EOCD_BYTES)
         handle.seek(tail_start)
         tail = handle.read()
-        at = tail.rfind(EOCD)
-        if at < 0 or at + EOCD_BYTES > len(tail):
+        at = _end_record(tail)
+        if at is None:
             return None
         _, _, _, _, entries, directory_bytes, _, _ = struct.unpack_from("<4s4H2LH", tail, at)
         locator = at - ZIP64_LOCATOR_BYTES
         if locator >= 0 and tail[locator:locator + 4] == ZIP64_LOCATOR:
+            # zipfile reads the zip64 record just before the locator (CPython 3.11's
+            # _EndRecData64); others follow the locator's offset: the larger claim counts.
             (record_at,) = struct.unpack_from("<Q", tail, locator + 8)
-            if record_at + ZIP64_EOCD_BYTES <= size:
-                handle.seek(record_at)
-                record = handle.read(ZIP64_EOCD_BYTES)
-                if record[:4] == ZIP64_EOCD:
-                    entries, directory_bytes = struct.unpack_from("<2Q", record, 32)
+            before = tail[max(0, locator - ZIP64_EOCD_BYTES):locator]
+            for record in (before, _read_at(handle, record_at, ZIP64_EOCD_BYTES, size)):
+                if record[:4] == ZIP64_EOCD and len(record) == ZIP64_EOCD_BYTES:
+                    count, length = struct.unpack_from("<2Q", record, 32)
+                    entries, directory_bytes = max(entries, count), max(directory_bytes, length)
     if entries > MAX_ZIP_ENTRIES:
         return (f"its zip directory lists {entries} entries, over the {MAX_ZIP_ENTRIES} "
                 "that are read")
@@ -134,6 +138,24 @@ def _directory_over_budget(path: str) -> str | None:
         return (f"its zip directory is {directory_bytes} bytes, over the "
                 f"{MAX_ZIP_DIRECTORY_BYTES // 2**20} MiB that are read")
     return None
+
+
+def _end_record(tail: bytes) -> int | None:
+    """Where ``zipfile`` finds the end-of-central-directory record in the file's ``tail``:
+    at the very end when it has no comment, else the last signature with 22 bytes after it."""
+    if len(tail) >= EOCD_BYTES and tail[-EOCD_BYTES:-EOCD_BYTES + 4] == EOCD \
+            and tail[-2:] == b"\0\0":
+        return len(tail) - EOCD_BYTES
+    at = tail.rfind(EOCD)
+    return at if at >= 0 and at + EOCD_BYTES <= len(tail) else None
+
+
+def _read_at(handle: BinaryIO, offset: int, count: int, size: int) -> bytes:
+    """``count`` bytes at ``offset``, or b"" when they do not all lie within the file."""
+    if offset + count > size:
+        return b""
+    handle.seek(offset)
+    return handle.read(count)
 
 
 def _archive_prefix(names: list[str]) -> str:

@@ -22,7 +22,11 @@ from triton_doctor.checks import formats
 from triton_doctor.checks.repository import MAX_ENTRIES_PER_DIR
 
 from fixtures.generate import onnx_models
-from fixtures.generate.hostile_models import onnx_with_inputs, zip_with_entries
+from fixtures.generate.hostile_models import (
+    ZIP_ENTRY_NAME,
+    onnx_with_inputs,
+    zip_with_entries,
+)
 from fixtures.generate.plan_headers import build_plan
 from tests.helpers import (
     GOOD_CONFIG,
@@ -232,5 +236,29 @@ def test_external_data_linked_into_a_cache_is_neither_outside_nor_missing(
     before = tree_state(tmp_path)
     _, report = _json_check(repo)
     assert not _rules(report, "encoder") & {"TD302", "TD312"}, report["findings"]
+    assert _rules(report, "other")
+    assert tree_state(tmp_path) == before
+
+
+def test_zip64_locator_pointing_at_a_small_record_does_not_pass_the_budget(
+        tmp_path: Path) -> None:
+    """zipfile reads the zip64 record just before the locator, not where the locator says:
+    a locator aimed at a fake one-entry record must not let 300,000 entries through."""
+    real = zip_with_entries(300_000)
+    local = 30 + len(ZIP_ENTRY_NAME)  # the one local header, before the central directory
+    fake = struct.pack("<4sQ2H2L4Q", b"PK\x06\x06", 44, 45, 45, 0, 0, 1, 1, 60, local)
+    archive = bytearray(real[:local] + fake + real[local:])
+    locator = len(archive) - 22 - 20
+    struct.pack_into("<Q", archive, locator - 56 + 48, local + len(fake))  # the real record
+    struct.pack_into("<Q", archive, locator + 8, local)  # the locator aims at the fake
+    version = tmp_path / "scorer" / "1"
+    version.mkdir(parents=True)
+    (tmp_path / "scorer" / "config.pbtxt").write_text('backend: "pytorch"\nmax_batch_size: 0\n')
+    (version / "model.pt").write_bytes(bytes(archive))
+    write_model(tmp_path, "other", OTHER)
+    before = tree_state(tmp_path)
+    _, report = _json_check(tmp_path)
+    notes = [f["message"] for f in report["findings"] if f["rule"] == "TD114"]
+    assert any("1/model.pt" in note and "300000 entries" in note for note in notes), notes
     assert _rules(report, "other")
     assert tree_state(tmp_path) == before
