@@ -395,8 +395,9 @@ def model_dir_unreadable(model: ModelView, repository: RepositoryView) -> Iterat
 
     Why it matters: the server fails to poll the directory (a dangling link can fail the
     listing of the whole repository); a version directory it cannot read fails that
-    version's load. Other unreadable subdirectories are warnings: the server skips them,
-    but a model that reads its own assets fails.
+    version's load. Other unreadable subdirectories, versions the version policy does not
+    load among them, are warnings: the server skips them, but a model that reads its own
+    assets fails.
 
     Example: `chmod 700` by another user on a shared volume → readable by the server's user.
 
@@ -411,12 +412,17 @@ def model_dir_unreadable(model: ModelView, repository: RepositoryView) -> Iterat
     for sub, version in zip(model.dir.subdirs, model.versions, strict=True):
         if sub.unreadable:
             path = f"{model.dir.path}/{sub.name}"
+            loads = version.number in model.loaded_versions
+            if loads:
+                consequence = f"; version {version.number} cannot load"
+            elif version.number is not None:
+                consequence = f"; the version policy does not load version {version.number}"
+            else:
+                consequence = ""
             yield Hit(
-                message=f"{path} cannot be read: {sub.unreadable}"
-                + (f"; version {version.number} cannot load" if version.number is not None
-                   else ""),
+                message=f"{path} cannot be read: {sub.unreadable}{consequence}",
                 fix=f"Make {path} readable by the server's user (chmod a+rx), or remove it.",
-                severity=None if version.number is not None else Severity.WARNING,
+                severity=None if loads else Severity.WARNING,
                 path=path,
             )
 

@@ -30,6 +30,7 @@ from fixtures.generate.hostile_models import (
 from fixtures.generate.plan_headers import build_plan
 from tests.helpers import (
     GOOD_CONFIG,
+    PYTHON_MODEL,
     run_cli,
     run_cli_without_dac_override,
     tree_state,
@@ -262,3 +263,22 @@ def test_zip64_locator_pointing_at_a_small_record_does_not_pass_the_budget(
     assert any("1/model.pt" in note and "300000 entries" in note for note in notes), notes
     assert _rules(report, "other")
     assert tree_state(tmp_path) == before
+
+
+def test_unreadable_version_the_policy_does_not_load_is_a_warning(tmp_path: Path) -> None:
+    """Unreadable 1/ beside 3/ under latest { num_versions: 1 }: Triton loads version 3."""
+    model = write_model(tmp_path, "locked",
+                        GOOD_CONFIG + "version_policy: { latest: { num_versions: 1 } }\n",
+                        {"1/model.py": PYTHON_MODEL, "3/model.py": PYTHON_MODEL})
+    write_model(tmp_path, "other", OTHER)
+    os.chmod(model / "1", 0)
+    try:
+        proc = run_cli_without_dac_override("check", "--format", "json", str(tmp_path))
+    finally:
+        os.chmod(model / "1", 0o755)
+    _assert_clean(proc, 1)
+    report = json.loads(proc.stdout)
+    found = [(f["severity"], f["message"]) for f in report["findings"] if f["rule"] == "TD111"]
+    assert found == [("warning", f"{model / '1'} cannot be read: permission denied; the "
+                      "version policy does not load version 1")], found
+    assert _rules(report, "other")
