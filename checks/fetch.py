@@ -7,7 +7,10 @@ that says what went wrong in types, not words: each caller words it for its own 
 One deadline bounds the whole exchange: connecting, sending, the status line, the headers, the
 body and any redirect followed. ``requests`` (and urllib3 under it) set a timeout per wait for
 data, so a server that sends its headers a byte at a time held the caller forever; here every
-wait is given only the time left (:class:`_Bounded`), on ``http.client``'s own parser.
+wait is given only the time left (:class:`_Bounded`), on ``http.client``'s own parser. The TLS
+handshake gets the time the connect left. ``socket.getaddrinfo`` takes no timeout (a resolver
+that does not answer holds it ~30 s), so the name is looked up in a daemon thread that is
+waited for only until the deadline, then abandoned to end on its own (:func:`_resolve`).
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ import http.client
 import io
 import socket
 import ssl
+import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from triton_doctor.checks.urls import hide_credentials
@@ -29,6 +34,8 @@ CHUNK_BYTES = 64 * 1024
 #: The statuses whose Location a GET may follow.
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+#: What ``socket.getaddrinfo`` gives: (family, type, proto, canonical name, address).
+_Addresses = Sequence[tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]]
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,7 @@ def _exchange(parts: SplitResult, method: str, headers: Mapping[str, str], deadl
         try:
             sock = _connect(host, port, deadline)
             if scheme == "https":
+                sock.settimeout(_left(deadline))
                 sock = ssl.create_default_context().wrap_socket(sock, server_hostname=host)
         except TimeoutError as error:
             raise TimedOut(connecting=True) from error
@@ -188,8 +196,7 @@ def _exchange(parts: SplitResult, method: str, headers: Mapping[str, str], deadl
 def _connect(host: str, port: int, deadline: float) -> socket.socket:
     """A TCP connection to the first address of ``host`` that takes one before the deadline."""
     error: OSError = OSError(f"{host} has no address")
-    for family, kind, proto, _, address in socket.getaddrinfo(host, port,
-                                                              type=socket.SOCK_STREAM):
+    for family, kind, proto, _, address in _resolve(host, port, deadline):
         sock = socket.socket(family, kind, proto)
         try:
             sock.settimeout(_left(deadline))
@@ -203,6 +210,29 @@ def _connect(host: str, port: int, deadline: float) -> socket.socket:
         else:
             return sock
     raise error
+
+
+def _resolve(host: str, port: int, deadline: float) -> _Addresses:
+    """``socket.getaddrinfo`` for a stream socket, waited for until the deadline (TimeoutError
+    then): it has no timeout of its own, so it runs in a daemon thread that is left behind to
+    finish by itself when the deadline passes first."""
+    found: list[_Addresses | Exception] = []
+
+    def look_up() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except Exception as error:  # gaierror, or UnicodeError for a label too long
+            found.append(error)
+
+    left = _left(deadline)
+    worker = threading.Thread(target=look_up, name=f"resolve {host}", daemon=True)
+    worker.start()
+    worker.join(left)
+    if not found:
+        raise TimeoutError(f"looking up {host} took past the deadline")
+    if isinstance(result := found[0], Exception):
+        raise result
+    return result
 
 
 def _left(deadline: float) -> float:

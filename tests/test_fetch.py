@@ -132,3 +132,55 @@ def test_causes_nearest_first_each_once() -> None:
     top.reason = root  # type: ignore[attr-defined]
     root.__context__ = top  # a cycle
     assert list(causes(top)) == [top, middle, root]
+
+
+@pytest.fixture
+def slow_connect(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Every TCP connect takes 0.6 s more, as across a slow network; returns the delay."""
+    delay, real = 0.6, socket.socket.connect
+
+    def connect(sock: socket.socket, address: tuple[str, int]) -> None:
+        time.sleep(delay)
+        real(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+    return delay
+
+
+def test_a_tls_handshake_never_answered_ends_at_the_deadline(slow_connect: float) -> None:
+    """The handshake gets only the time the connect left, not a fresh timeout of its own."""
+    with socket.create_server(("127.0.0.1", 0)) as listener, pytest.raises(TimedOut) as raised:
+        started = time.monotonic()
+        _fetch(f"https://127.0.0.1:{listener.getsockname()[1]}/", timeout=1.0)
+    assert time.monotonic() - started < 1.3
+    assert raised.value.connecting
+
+
+def test_a_resolver_that_hangs_ends_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """getaddrinfo has no timeout (DNS can take ~30 s): fetch stops waiting at the deadline."""
+    answered = threading.Event()
+
+    def hanging(*args: object, **kwargs: object) -> object:
+        answered.wait(5)
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", hanging)
+    started = time.monotonic()
+    try:
+        with pytest.raises(TimedOut) as raised:
+            _fetch("http://triton.invalid:8000/", timeout=0.5)
+    finally:
+        answered.set()
+    assert time.monotonic() - started < 1.0
+    assert raised.value.connecting
+
+
+def test_a_resolver_failure_is_still_a_connection_failure(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def unknown(*args: object, **kwargs: object) -> object:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    with pytest.raises(ConnectionFailed) as raised:
+        _fetch("http://triton.invalid:8000/")
+    assert any(isinstance(c, socket.gaierror) for c in causes(raised.value.error))
