@@ -167,8 +167,21 @@ def test_garbage_container_version_falls_back_to_the_stream(tmp_path: Path) -> N
 def test_broken_section_table_falls_back_to_the_engine_magic(tmp_path: Path) -> None:
     plan = bytearray(build_plan((8, 6, 1, 6)))
     plan[32 + 8 : 32 + 16] = struct.pack("<Q", 0xFFFF_FFFF)  # NGNE offset past the end
-    facts = facts_of(read_bytes(tmp_path, bytes(plan)))
+    found = read_bytes(tmp_path, bytes(plan))
+    facts = facts_of(found)
     assert (facts.tensorrt_version, facts.compute_capability) == ("8.6.1.6", "8.9")
+    # The table's layout is inferred: a table it cannot confirm is no proof of corruption.
+    assert found.problem is None
+
+
+def test_section_past_the_end_of_a_confirmed_table_is_a_problem(tmp_path: Path) -> None:
+    """The engine section lies where its entry says: the table is read right, so a weights
+    section past the end of the file is a corrupt plan."""
+    plan = bytearray(build_plan((10, 6, 0, 26), weights=64))
+    plan[32 + 24 + 8 : 32 + 24 + 16] = struct.pack("<Q", 2**40)  # THGW offset
+    found = read_bytes(tmp_path, bytes(plan))
+    assert found.problem == (f"is a corrupt plan: a section offset of {2**40} is beyond the "
+                             f"file's {len(plan)} bytes")
 
 
 def test_corrupt_token_stream_leaves_the_gpu_unknown(tmp_path: Path) -> None:

@@ -150,7 +150,8 @@ def _read_container(
     """Fills ``facts`` from an ``ftrt`` container; returns a problem when it is truncated."""
     if len(head) >= 28:
         facts.tensorrt_version = _format_version(tuple(head[24:28]))
-    blob = _find_engine(handle, head, start, available)
+    located = _engine_in_table(handle, head, start, available)
+    blob = located if located is not None else _first_engine(handle, head, start)
     if blob is not None:
         container_version = facts.tensorrt_version
         _read_engine(blob, facts)
@@ -164,8 +165,10 @@ def _read_container(
             f"is truncated: the plan header says {declared} bytes but only {available} "
             "are there (an interrupted copy or download?)"
         )
+    # The table's layout is inferred from observed plans: its offsets are only trusted once
+    # the engine section was found where its entry says (a misread table is no corruption).
     beyond = next((offset for _, offset in _sections(head) if offset >= available), None)
-    if beyond is not None:
+    if located is not None and beyond is not None:
         return (f"is a corrupt plan: a section offset of {beyond} is beyond the file's "
                 f"{available} bytes")
     return None
@@ -183,15 +186,21 @@ def _sections(head: bytes) -> Iterator[tuple[bytes, int]]:
         yield head[entry : entry + 4], offset
 
 
-def _find_engine(handle: BinaryIO, head: bytes, start: int, available: int) -> bytes | None:
-    """The first bytes of the engine blob, from the ``NGNE`` section; an offset past the
-    ``available`` bytes of the plan is not followed (``_read_container`` reports it)."""
+def _engine_in_table(handle: BinaryIO, head: bytes, start: int,
+                     available: int) -> bytes | None:
+    """The first bytes of the engine blob where the ``NGNE`` entry of the section table says
+    it is; None when no entry leads to one (an offset past the ``available`` bytes of the plan
+    is not followed)."""
     for tag, offset in _sections(head):
         if tag == ENGINE_SECTION and offset < available:
             blob = _read_at(handle, start + offset, HEADER_BYTES)
             if blob.startswith(PTRT):
                 return blob
-    # Unknown table layout: the engine blob is the first ``ptrt`` in the header.
+    return None
+
+
+def _first_engine(handle: BinaryIO, head: bytes, start: int) -> bytes | None:
+    """Unknown table layout: the engine blob is the first ``ptrt`` in the header."""
     found = head.find(PTRT, 32)
     if found < 0:
         return None

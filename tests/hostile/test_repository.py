@@ -144,9 +144,10 @@ def test_tensorrt_section_offset_beyond_the_file(tmp_path: Path) -> None:
     (version / "model.plan").write_bytes(plan)
     write_model(tmp_path, "other", OTHER)
     _, report = _json_check(tmp_path)
+    # The engine entry's offset is not followed, so the inferred table layout is unconfirmed:
+    # the engine is found by its magic and the plan is not called corrupt.
     messages = [f["message"] for f in report["findings"] if f["model"] == "engine"]
-    assert any(f"offset of {2**64 - 1} is beyond the file's {len(plan)} bytes" in m
-               for m in messages), messages
+    assert not any("corrupt" in m for m in messages), messages
     assert _rules(report, "other")
 
 
