@@ -124,6 +124,13 @@ class ModelView:
             return self.core
         return completion.config
 
+    @property
+    def subdirs_complete(self) -> bool:
+        """Whether every subdirectory was listed: when the listing stopped at its budget
+        (TD114 says so), which versions are absent, or which subdirectory sorts first, is
+        unknown."""
+        return self.dir.listing_stopped_after is None
+
     @cached_property
     def versions(self) -> list[VersionDir]:
         return [read_version_dir(sub.name) for sub in self.dir.subdirs]

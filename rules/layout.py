@@ -42,12 +42,20 @@ def stray_directory(model: ModelView, repository: RepositoryView) -> Iterator[Hi
         yield Hit(
             message=f"'{model.name}' is not a model, but the server polls every subdirectory "
             "of the repository as one and fails on it",
-            triton_message=model.autocomplete_error
-            or (None if model.loaded_versions else _no_version_message(model)),
+            triton_message=_stray_message(model),
             fix=f"Delete {model.dir.path}, or start the server with "
             "--model-control-mode=explicit and --load-model for each real model.",
             path=model.dir.path,
         )
+
+
+def _stray_message(model: ModelView) -> str | None:
+    """What the server logs on a stray directory; None when its listing stopped before
+    showing which subdirectory the server looks in and which versions there are."""
+    if not model.subdirs_complete:
+        return None
+    return model.autocomplete_error or (
+        None if model.loaded_versions else _no_version_message(model))
 
 
 @rule("TD102", "backend-undetermined", "error", "The server cannot tell the model's backend")
@@ -64,7 +72,7 @@ def backend_undetermined(model: ModelView, repository: RepositoryView) -> Iterat
     Fix: set `backend` (or `platform`) in config.pbtxt, and put the model file in a version
     directory under its default name.
     """
-    if model.autocomplete_error and not is_stray(model):
+    if model.autocomplete_error and not is_stray(model) and model.subdirs_complete:
         yield Hit(
             message=f"nothing says which backend runs '{model.name}': no backend or platform "
             "in the config and no recognised model file in its first subdirectory",
@@ -116,7 +124,7 @@ def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterato
     Fix: put the model files in a numeric version directory (`1/`), and check
     `version_policy`.
     """
-    if model.loaded_versions or is_stray(model):
+    if model.loaded_versions or is_stray(model) or not model.subdirs_complete:
         return
     found = [v.name for v in model.versions if v.quirk != "reserved"]
     yield Hit(
@@ -225,7 +233,7 @@ def specific_version_missing(model: ModelView, repository: RepositoryView) -> It
     Fix: add the version directory, or remove the version from the policy.
     """
     policy = model.effective.version_policy
-    if policy.WhichOneof("policy_choice") != "specific":
+    if policy.WhichOneof("policy_choice") != "specific" or not model.subdirs_complete:
         return
     for number in policy.specific.versions:
         if number not in model.available_versions:
@@ -447,7 +455,8 @@ def autocomplete_wrong_dir(model: ModelView, repository: RepositoryView) -> Iter
     Fix: set `backend` explicitly, and keep only versions in the model directory.
     """
     raw = model.raw
-    if raw.backend or raw.platform or raw.default_model_filename or not model.versions:
+    if (raw.backend or raw.platform or raw.default_model_filename or not model.versions
+            or not model.subdirs_complete):
         return
     first = model.versions[0]
     if first.quirk is not None and model.available_versions:
@@ -527,7 +536,8 @@ def check_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[H
     """
     if model.dir.listing_stopped_after is not None:
         yield _stopped(model.dir.path, model.dir.listing_stopped_after,
-                       "subdirectories past that point are not judged")
+                       "subdirectories past that point, and what would rest on their "
+                       "absence (versions, the backend guess, version_policy), are not judged")
     elif model.dir.tree_stopped_after is not None:
         yield _stopped(model.dir.path, model.dir.tree_stopped_after,
                        "files referenced by the config (labels, warmup data, runtime) "

@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from triton_doctor.checks import formats
+from triton_doctor.checks import formats, repository
 from triton_doctor.checks.repository import MAX_ENTRIES_PER_DIR
+from triton_doctor.engine import run
+from triton_doctor.evidence import Evidence
+from triton_doctor.registry import select_rules
 
 from fixtures.generate import onnx_models
 from fixtures.generate.hostile_models import (
@@ -283,3 +286,22 @@ def test_unreadable_version_the_policy_does_not_load_is_a_warning(tmp_path: Path
     assert found == [("warning", f"{model / '1'} cannot be read: permission denied; the "
                       "version policy does not load version 1")], found
     assert _rules(report, "other")
+
+
+def test_model_listing_cut_before_the_version_directory_calls_nothing_absent(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A listing cut at its budget keeps the first entries in directory order, so 1/ can be
+    left out: no version, backend or policy finding may rest on its absence."""
+    monkeypatch.setattr(repository, "MAX_ENTRIES_PER_DIR", 2)
+    model = write_model(tmp_path, "wide", GOOD_CONFIG.replace('backend: "python"', "")
+                        + "version_policy: { specific: { versions: [ 1 ] } }\n")
+    for index in range(2000):
+        (model / f"shard.{index}").touch()
+    before = tree_state(tmp_path)
+    evidence = Evidence(repository=repository.collect_repository(tmp_path))
+    # 1/ is among the first 3 of 2,002 entries in directory order 3 times in 2,000.
+    assert "1" not in [sub.name for sub in evidence.repository.models[0].subdirs]
+    rules = {f.rule for f in run(evidence, select_rules([], [])).findings}
+    assert "TD114" in rules
+    assert not rules & {"TD101", "TD102", "TD104", "TD107", "TD112"}, rules
+    assert tree_state(tmp_path) == before
