@@ -14,7 +14,13 @@ from triton_doctor import model_config, normalize
 from triton_doctor.checks.formats import read_model_file
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
-from triton_doctor.evidence import ConfigFile, ModelDir, RepositoryEvidence, Subdir
+from triton_doctor.evidence import (
+    MAX_TREE_DEPTH,
+    ConfigFile,
+    ModelDir,
+    RepositoryEvidence,
+    Subdir,
+)
 from triton_doctor.printable import display_name
 from triton_doctor.safe_files import FileTooLarge, NotRegularFile, read_file
 from triton_doctor.view import read_version_dir
@@ -25,7 +31,6 @@ MAX_CONFIG_BYTES = 8 * 1024 * 1024
 #: these only stop hostile directories. A listing that reaches one stops, the evidence says so,
 #: and the files the backend loads are still looked up by name.
 MAX_ENTRIES_PER_DIR = 100_000
-MAX_TREE_DEPTH = 4
 MAX_TREE_ENTRIES = 100_000
 #: Files the server looks for in a version directory to infer the backend.
 KNOWN_MODEL_FILES = (*normalize.DEFAULT_FILENAME.values(), *normalize.TF_FILENAME.values())
@@ -175,6 +180,15 @@ def _is_dir(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def _walkable(entry: os.DirEntry[str]) -> bool:
+    """Whether the walk goes into the directory ``entry``: not through a symbolic link, nor
+    into one gone since it was listed (``is_symlink`` then raises where d_type is unknown)."""
+    try:
+        return not entry.is_symlink()
+    except OSError:
+        return False
+
+
 def _read_config(path: str) -> ConfigFile:
     config = ConfigFile(path=display_name(path), present=True)
     try:
@@ -250,5 +264,5 @@ def _tree(model_path: str) -> tuple[list[str], int | None]:
             return paths, len(paths)
         if depth + 1 < MAX_TREE_DEPTH:
             pending.extend((prefix + child.name + "/", child.path, depth + 1)
-                           for child in reversed(dirs) if not child.is_symlink())
+                           for child in reversed(dirs) if _walkable(child))
     return paths, None

@@ -210,10 +210,14 @@ class Subdir:
     #: The number of entries listed when the listing reached its budget (the directory holds
     #: more); None when every entry is listed.
     listing_stopped_after: int | None = None
-    #: The Python files directly inside it, as ``ast`` reads them.
+    #: The backend's model file inside it (model.py by default), as ``ast`` reads it.
     python: list[PythonSource] = field(default_factory=list)
     #: The model files inside it that the model's backend would load, read by header.
     model_files: list[ModelFile] = field(default_factory=list)
+
+
+#: How many levels below a model directory ``ModelDir.tree`` lists: deeper paths are unknown.
+MAX_TREE_DEPTH = 4
 
 
 @dataclass

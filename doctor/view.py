@@ -15,6 +15,7 @@ from typing import Any
 from triton_doctor import model_config, normalize, profiles
 from triton_doctor.autocomplete import Completion, complete_backend
 from triton_doctor.evidence import (
+    MAX_TREE_DEPTH,
     CheckOptions,
     ModelDir,
     ModelFile,
@@ -191,8 +192,11 @@ class ModelView:
 
     def tree_shows_absent(self, relative: str) -> bool:
         """Whether the listing of the model directory shows that ``relative`` is not there:
-        never when the walk stopped at its budget before listing everything."""
-        return self.dir.tree_stopped_after is None and relative not in self._tree
+        never when the walk stopped at its budget before listing everything, nor for a path
+        deeper than the walk goes (MAX_TREE_DEPTH levels: at most that many - 1 slashes)."""
+        return (self.dir.tree_stopped_after is None
+                and relative.rstrip("/").count("/") < MAX_TREE_DEPTH
+                and relative not in self._tree)
 
     @cached_property
     def _tree(self) -> frozenset[str]:

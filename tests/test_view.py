@@ -7,9 +7,15 @@ from pathlib import Path
 
 import pytest
 from triton_doctor.checks.repository import collect_repository
-from triton_doctor.evidence import Evidence, from_jsonable, to_jsonable
+from triton_doctor.evidence import (
+    MAX_TREE_DEPTH,
+    CheckOptions,
+    Evidence,
+    from_jsonable,
+    to_jsonable,
+)
 from triton_doctor.pbtxt_locate import field_lines, locate
-from triton_doctor.view import read_version_dir
+from triton_doctor.view import ModelView, read_version_dir
 
 from tests.helpers import DEMO
 
@@ -134,3 +140,20 @@ def test_a_failing_rule_is_reported_as_skipped_not_raised() -> None:
     result = run(Evidence(repository=collect_repository(DEMO)), [rule])
     assert not result.findings
     assert result.skipped and "internal error in the rule (KeyError" in result.skipped[0].reason
+
+
+def test_tree_shows_absent_only_within_the_depth_the_walk_lists(tmp_path: Path) -> None:
+    """The walk lists MAX_TREE_DEPTH levels: a deeper file (a label file, an environment's
+    bin/activate) is unknown, not missing."""
+    model = tmp_path / "m"
+    (model / "a" / "b" / "c" / "d").mkdir(parents=True)
+    (model / "a" / "b" / "c" / "listed.txt").touch()
+    (model / "a" / "b" / "c" / "d" / "deep.txt").touch()
+    view = ModelView(collect_repository(tmp_path).models[0], CheckOptions())
+    assert MAX_TREE_DEPTH == 4
+    assert "a/b/c/listed.txt" in view.dir.tree
+    assert not view.tree_shows_absent("a/b/c/listed.txt")
+    assert view.tree_shows_absent("a/b/c/gone.txt")
+    assert "a/b/c/d/deep.txt" not in view.dir.tree
+    assert not view.tree_shows_absent("a/b/c/d/deep.txt")
+    assert not view.tree_shows_absent("a/b/c/d/gone.txt")

@@ -305,3 +305,32 @@ def test_model_listing_cut_before_the_version_directory_calls_nothing_absent(
     assert "TD114" in rules
     assert not rules & {"TD101", "TD102", "TD104", "TD107", "TD112"}, rules
     assert tree_state(tmp_path) == before
+
+
+class _Vanished:
+    """A directory entry gone since it was listed, on a filesystem without d_type: asking
+    whether it is a link stats it, which fails."""
+
+    def __init__(self, entry: os.DirEntry[str]) -> None:
+        self.name, self.path = entry.name, entry.path
+
+    def is_dir(self) -> bool:
+        return True
+
+    def is_symlink(self) -> bool:
+        raise FileNotFoundError(2, "No such file or directory", self.path)
+
+
+def test_directory_vanishing_during_the_walk_is_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    write_model(tmp_path, "m", GOOD_CONFIG, {"1/model.py": PYTHON_MODEL, "assets/a.txt": ""})
+    listing = repository._list
+
+    def vanishing(path: str, budget: int) -> tuple[list[Any], int | None]:
+        entries, stopped = listing(path, budget)
+        return [_Vanished(e) if e.name == "assets" else e for e in entries], stopped
+
+    monkeypatch.setattr(repository, "_list", vanishing)
+    model = repository.collect_repository(tmp_path).models[0]
+    assert "assets/" in model.tree and "assets/a.txt" not in model.tree
+    assert "1/model.py" in model.tree
