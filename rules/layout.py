@@ -522,9 +522,10 @@ def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hi
 def check_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: whether triton-doctor had to stop reading part of a model: a directory
-    of over 100,000 entries, a model directory of over 100,000 paths, or a model file whose
+    of over 100,000 entries, a model directory of over 100,000 paths, a model file whose
     metadata (zip directory, ONNX graph inputs, outputs, initializers or nodes) is larger
-    than any real model's.
+    than any real model's, or a model.py auto_complete_config too large or too deeply
+    nested to follow.
 
     Why it matters: such sizes come from a broken export or a hostile repository, and they
     would cost minutes and gigabytes to walk. The rest is judged; what was not read is not,
@@ -555,6 +556,25 @@ def check_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[H
                     path=f"{model.dir.path}/{found.path}",
                     evidence={"size_bytes": found.size_bytes},
                 )
+    yield from _auto_complete_not_followed(model)
+
+
+def _auto_complete_not_followed(model: ModelView) -> Iterator[Hit]:
+    """model.py's auto_complete_config, when a budget stopped following it."""
+    source = model.python_source()
+    facts = source.auto_complete if source else None
+    if (source is None or facts is None or not facts.not_followed
+            or model.options.disable_auto_complete_config):
+        return
+    path = f"{version_dir_name(model.loaded_versions[0])}/{source.name}"
+    yield Hit(
+        message=f"auto_complete_config of {path} was not followed to its end: "
+        f"{facts.not_followed}; findings that depend on what it sets are not reported",
+        fix="Check what auto_complete_config sets by hand, or write those settings in "
+        "config.pbtxt.",
+        path=f"{model.dir.path}/{path}",
+        line=facts.line,
+    )
 
 
 def _stopped(path: str, count: int, consequence: str, what: str = "entries") -> Hit:

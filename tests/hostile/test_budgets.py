@@ -99,7 +99,11 @@ def test_auto_complete_loops_share_one_budget(tmp_path: Path) -> None:
     """Three nested 256-item loops were 16.7 M followed calls and 2.3 GB."""
     repo = _repository(tmp_path)
     write_model(repo, "loops", GOOD_CONFIG, {"1/model.py": NESTED_LOOPS})
-    _check(repo)
+    _, report = _check(repo)
+    notes = [f["message"] for f in report["findings"]
+             if (f["model"], f["rule"]) == ("loops", "TD114")]
+    assert any(note.startswith("auto_complete_config of 1/model.py was not followed")
+               and "stopped after" in note for note in notes), notes
 
 
 def test_auto_complete_not_followed_says_why() -> None:
