@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.normalize import DEFAULT_FILENAME, TF_FILENAME
 from triton_doctor.registry import rule
+from triton_doctor.rules._common import names_text
 from triton_doctor.view import ModelView, RepositoryView, version_dir_name
 
 _VERSION_LIKE = re.compile(r"\d|^(latest|current|stable|prod)$", re.IGNORECASE)
@@ -128,8 +129,7 @@ def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterato
         return
     found = [v.name for v in model.versions if v.quirk != "reserved"]
     yield Hit(
-        message=f"no version directory the policy selects; subdirectories: "
-        f"{', '.join(found) or 'none'}",
+        message=f"no version directory the policy selects; subdirectories: {names_text(found)}",
         triton_message=_no_version_message(model),
         fix=f"Create {model.dir.path}/1/ with the model file in it"
         + (" (version names are plain integers)" if found else "")

@@ -334,3 +334,18 @@ def test_directory_vanishing_during_the_walk_is_skipped(
     model = repository.collect_repository(tmp_path).models[0]
     assert "assets/" in model.tree and "assets/a.txt" not in model.tree
     assert "1/model.py" in model.tree
+
+
+def test_no_version_among_thousands_of_subdirectories_names_a_bounded_few(
+        tmp_path: Path) -> None:
+    """TD104 named every subdirectory: 5,000 of them were one 40 KB message."""
+    model = write_model(tmp_path, "assets", GOOD_CONFIG, {})
+    for index in range(5000):
+        (model / f"v{index:04}").mkdir()
+    write_model(tmp_path, "other", OTHER)
+    before = tree_state(tmp_path)
+    _, report = _json_check(tmp_path)
+    found = [f["message"] for f in report["findings"] if f["rule"] == "TD104"]
+    assert len(found) == 1 and found[0].endswith("v0255, ... (5,000 in all)"), found[0][-200:]
+    assert _rules(report, "other")
+    assert tree_state(tmp_path) == before
