@@ -463,7 +463,7 @@ def read_opset(wire: Wire, start: int, end: int) -> tuple[str, int]:
 
 
 def read_wire(wire: Wire, path: str) -> ModelFile:
-    """The ModelFile for a mapped file: kind first, then the nested parts."""
+    """The ModelFile for the file ``wire`` pages through: kind first, then the nested parts."""
     top = read_top_level(wire)
     if not looks_like_onnx(top):
         kind, problem = describe_not_onnx(wire, top)
