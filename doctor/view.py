@@ -15,6 +15,8 @@ from typing import Any
 from triton_doctor import model_config, normalize, profiles
 from triton_doctor.autocomplete import Completion, complete_backend
 from triton_doctor.evidence import (
+    INT64_MAX,
+    INT64_MIN,
     MAX_TREE_DEPTH,
     CheckOptions,
     ModelDir,
@@ -27,7 +29,6 @@ from triton_doctor.pbtxt_locate import field_lines, locate
 
 #: Subdirectories of a model directory that the server never treats as versions.
 NON_VERSION_DIRS = frozenset({"warmup", "initial_state", "configs"})
-INT64_MAX = 2**63 - 1
 _STOLL = re.compile(r"^[ \t\n\v\f\r]*([+-]?)(\d+)")
 
 
@@ -53,7 +54,7 @@ def read_version_dir(name: str) -> VersionDir:
     if not match:
         return VersionDir(name, None, "not-numeric")
     number = int(match.group(1) + match.group(2))
-    if not -INT64_MAX - 1 <= number <= INT64_MAX:
+    if not INT64_MIN <= number <= INT64_MAX:
         return VersionDir(name, None, "overflow")
     clean = match.group(0) == name and not match.group(1) and name == str(number)
     return VersionDir(name, number, None if clean else "prefix")
