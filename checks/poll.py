@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from triton_doctor.checks import metrics, server
+from triton_doctor.checks import logs, metrics, server
 from triton_doctor.checks.live import (
     LiveRequest,
     collect_surroundings,
@@ -67,6 +67,7 @@ class Poller:
         self._configs: dict[tuple[str, str], dict[str, Any]] = {}
         self._slow_at: float | None = None
         self._surroundings = Evidence()
+        self._log = logs.LogFollower(request.log_path) if request.log_path else None
 
     def poll(self) -> Evidence:
         """The Evidence now; never raises for a source that fails, it is marked unavailable."""
@@ -147,13 +148,10 @@ class Poller:
         self._add_log(evidence)
 
     def _add_log(self, evidence: Evidence) -> None:
-        """The log every poll: a file's tail is cheap, and it is what an incident is read from."""
-        if self.request.log_path:
-            from triton_doctor.checks import logs
-
+        """The log every poll, without waiting on a pipe: it is what an incident is read from."""
+        if self._log is not None:
             try:
-                evidence.log = logs.read_log(self.request.log_path,
-                                             seconds=self.request.timeout_s)
+                evidence.log = self._log.read()
             except SourceUnavailable as error:
                 evidence.unavailable["log"] = str(error)
         elif self._surroundings.log is not None:

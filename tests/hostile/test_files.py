@@ -15,12 +15,16 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from triton_doctor.checks.live import LiveRequest
+from triton_doctor.checks.logs import BLOCK_BYTES, LogFollower
+from triton_doctor.checks.poll import Poller
 
 from tests.helpers import GOOD_CONFIG, run_cli, tree_state, write_model
 
@@ -202,6 +206,61 @@ def test_a_log_pipe_left_open_is_read_until_the_timeout(tmp_path: Path, server: 
     log = json.loads((tmp_path / "out.json").read_text())["evidence"]["log"]
     assert len(log["lines"]) == 3
     assert "cut off" in log["source"]
+
+
+def _timed_poll(poller: Poller) -> tuple[float, list[str], str]:
+    """(seconds the poll took, the log lines it shows, their source)."""
+    started = time.monotonic()
+    log = poller.poll().log
+    assert log is not None
+    return time.monotonic() - started, log.lines, log.source
+
+
+def test_watch_follows_a_log_pipe_without_waiting_on_it(tmp_path: Path, server: str) -> None:
+    """``watch --log <(kubectl logs -f pod)``: each poll takes what the pipe holds now, onto a
+    tail kept across polls; none waits --timeout for a writer that never closes."""
+    fifo = tmp_path / "server.log"
+    os.mkfifo(fifo)
+    before = tree_state(tmp_path)
+    poller = Poller(LiveRequest(server, f"{server}/metrics", window_s=0.1, timeout_s=5.0,
+                                log_path=str(fifo)))
+    writer = os.open(fifo, os.O_RDWR)  # a writer that stays, as `kubectl logs -f`
+    try:
+        os.write(writer, b"I1201 first\n")
+        first = _timed_poll(poller)
+        os.write(writer, b"I1201 second\nI1201 thi")
+        second = _timed_poll(poller)
+        os.write(writer, b"rd\n")
+        third = _timed_poll(poller)
+    finally:
+        os.close(writer)
+    ended = _timed_poll(poller)
+    assert all(took < 2.0 for took, _, _ in (first, second, third, ended))
+    assert first[1] == ["I1201 first"]
+    assert second[1] == ["I1201 first", "I1201 second"]  # "I1201 thi" waits for its newline
+    assert third[1] == ended[1] == ["I1201 first", "I1201 second", "I1201 third"]
+    assert "closed" not in third[2] and "closed" in ended[2]
+    assert tree_state(tmp_path) == before
+
+
+def test_a_followed_pipe_keeps_a_rolling_tail_of_its_lines(tmp_path: Path) -> None:
+    fifo = tmp_path / "server.log"
+    os.mkfifo(fifo)
+    follower = LogFollower(str(fifo), max_lines=2)
+    writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a full pipe fails the test, not hangs
+    try:
+        assert follower.read().lines == []
+        for at in range(5):
+            os.write(writer, f"line {at}\n".encode())
+            lines = follower.read().lines
+        for _ in range(5):  # one line of 2.5 blocks, a pipe's capacity at a time
+            os.write(writer, b"x" * (BLOCK_BYTES // 2))
+            longest = follower.read().lines
+    finally:
+        os.close(writer)
+    assert lines == ["line 3", "line 4"]
+    # A line's blocks count as lines, which bounds what is kept: its last two blocks.
+    assert longest == ["x" * (2 * BLOCK_BYTES)]
 
 
 # --- writing: -o never replaces what is not a regular file -----------------------------------
