@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from triton_doctor.checks.unavailable import SourceUnavailable
-from triton_doctor.checks.urls import TRITON_METRICS_PORT, split_url
+from triton_doctor.checks.urls import TRITON_METRICS_PORT, hide_credentials, split_url
 from triton_doctor.evidence import Evidence, GpuEvidence, MetricsEvidence, MetricsScrape
 
 
@@ -30,11 +30,6 @@ class LiveRequest:
 
 class Unreachable(Exception):
     """A source the user asked for could not be read (exit code 3)."""
-
-
-def without_credentials(url: str) -> str:
-    """The URL with any user:password@ removed: snapshots and reports never carry secrets."""
-    return split_url(url).without_credentials()
 
 
 def metrics_url_for(url: str) -> str:
@@ -60,7 +55,7 @@ def collect_live(
     """Fill ``evidence``'s live parts; raise Unreachable for a source the user asked for."""
     from triton_doctor.checks import server
 
-    url = without_credentials(request.url)
+    url = hide_credentials(request.url)  # snapshots and reports never carry secrets
     try:
         evidence.server = server.describe(url, request.timeout_s)
         evidence.server.samples.append(server.sample(url, request.timeout_s))
@@ -97,7 +92,7 @@ def _scrape(evidence: Evidence, url: str, request: LiveRequest) -> MetricsScrape
             raise Unreachable(str(error)) from None
         return None
     if evidence.metrics is None:
-        evidence.metrics = MetricsEvidence(url=without_credentials(url))
+        evidence.metrics = MetricsEvidence(url=hide_credentials(url))
     evidence.metrics.scrapes.append(result)
     return result
 

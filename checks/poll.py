@@ -24,9 +24,9 @@ from triton_doctor.checks.live import (
     metrics_url_for,
     read_gpu,
     with_trend,
-    without_credentials,
 )
 from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.checks.urls import hide_credentials
 from triton_doctor.evidence import (
     Evidence,
     GpuEvidence,
@@ -59,7 +59,7 @@ class Poller:
     def __init__(self, request: LiveRequest, clock: Callable[[], float] = time.monotonic,
                  slow_every_s: float = SLOW_EVERY_S) -> None:
         self.request = request
-        self.url = without_credentials(request.url)
+        self.url = hide_credentials(request.url)
         self.metrics_url = request.metrics_url or metrics_url_for(self.url)
         self._clock = clock
         self._slow_every_s = slow_every_s
@@ -85,7 +85,7 @@ class Poller:
             evidence.server.samples = [s for s in (earlier.sample, reading.sample) if s]
         if reading.scrape is not None:
             evidence.metrics = MetricsEvidence(
-                url=without_credentials(self.metrics_url),
+                url=hide_credentials(self.metrics_url),
                 scrapes=[s for s in (earlier.scrape, reading.scrape) if s])
         if reading.gpu is not None:
             if earlier.gpu is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 #: The ports tritonserver listens on unless told otherwise.
 TRITON_HTTP_PORT = 8000
@@ -27,8 +27,10 @@ _USERINFO = re.compile(r"^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*:)?//)?[^/?#]*@")
 
 
 def hide_credentials(url: str) -> str:
-    """``url`` without ``user:password@``, for messages: by text, so that it works on a URL
-    that does not parse too (the one an error message is about)."""
+    """``url`` without ``user:password@`` (up to the authority's last ``@``), otherwise as
+    written: the one way the doctor drops credentials, from messages, from what it saves and
+    from the server URL it passes on. By text, so that it works on a URL that does not parse
+    too (the one an error message is about)."""
     return _USERINFO.sub(lambda match: match.group(1) or "", url, count=1)
 
 
@@ -56,11 +58,6 @@ class ServerUrl:
     def hostname(self) -> str:
         """The host without IPv6 brackets, as the resolver takes it."""
         return self.host[1:-1] if self.host.startswith("[") else self.host
-
-    def without_credentials(self) -> str:
-        """The URL as written, less ``user:password@`` (and a port of 0)."""
-        netloc = f"{self.host}:{self.given_port}" if self.given_port else self.host
-        return urlunsplit((self.scheme, netloc, self.path, self.query, self.fragment))
 
 
 def split_url(url: str) -> ServerUrl:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from triton_doctor.checks import container, live
 from triton_doctor.checks.server import normalize_url
-from triton_doctor.checks.urls import split_url
+from triton_doctor.checks.urls import hide_credentials, split_url
 
 from tests.helpers import run_cli
 
@@ -22,19 +22,33 @@ from tests.helpers import run_cli
     ("given", "expected", "address"),
     [
         ("http://[::1]:8000", "http://[::1]:8000", "[::1]:8000"),
-        ("[::1]:8000", "http://[::1]:8000", "[::1]:8000"),
+        ("[::1]:8000", "[::1]:8000", "[::1]:8000"),
         ("http://user:pass@[::1]:8000/base/", "http://[::1]:8000/base/", "[::1]:8000/base"),
-        ("user:pass@[::1]:8000", "http://[::1]:8000", "[::1]:8000"),
-        ("https://[fd00::5]", "https://[fd00::5]", "[fd00::5]:443"),
+        ("user:pass@[::1]:8000", "[::1]:8000", "[::1]:8000"),
+        ("HTTPS://user:p@ss@[fd00::5]", "HTTPS://[fd00::5]", "[fd00::5]:443"),
+        ("http://user:pass@triton:0", "http://triton:0", "triton:8000"),
         # Spaces around a pasted URL are not part of the host.
-        (" 10.0.0.5:8000 ", "http://10.0.0.5:8000", "10.0.0.5:8000"),
+        (" 10.0.0.5:8000 ", " 10.0.0.5:8000 ", "10.0.0.5:8000"),
     ],
 )
-def test_without_credentials_keeps_a_url_the_server_collector_reads(
+def test_hide_credentials_keeps_a_url_the_server_collector_reads(
         given: str, expected: str, address: str) -> None:
     """check and watch hand the server collector the URL without credentials."""
-    assert live.without_credentials(given) == expected
-    assert normalize_url(live.without_credentials(given))[0] == address
+    assert hide_credentials(given) == expected
+    assert normalize_url(hide_credentials(given))[0] == address
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("http://user:secret@[::1:8000", "http://[::1:8000"),  # does not parse
+        ("//user:secret@triton:8000", "//triton:8000"),  # no scheme, read as a path
+        ("http://user:secret@triton/a@b", "http://triton/a@b"),  # an @ past the authority
+    ],
+)
+def test_hide_credentials_works_on_text_that_is_not_a_server_url(given: str,
+                                                                 expected: str) -> None:
+    assert hide_credentials(given) == expected
 
 
 @pytest.mark.parametrize(
@@ -49,7 +63,7 @@ def test_without_credentials_keeps_a_url_the_server_collector_reads(
 def test_metrics_url_is_on_the_same_ipv6_host(given: str, expected: str) -> None:
     assert live.metrics_url_for(given) == expected
     # The way check and watch use it: on the URL without credentials.
-    assert live.metrics_url_for(live.without_credentials(given)) == expected
+    assert live.metrics_url_for(hide_credentials(given)) == expected
 
 
 @pytest.mark.parametrize(
@@ -70,22 +84,21 @@ def test_a_url_without_a_port_means_the_same_port_everywhere(given: str, port: i
     collector (normalize_url) agree: 443 for https (a TLS proxy in front), else 8000."""
     assert live._port(given) == port
     assert container._port(given) == port
-    credentials_stripped = live.without_credentials(given)
+    credentials_stripped = hide_credentials(given)
     assert normalize_url(credentials_stripped)[0].split("/")[0].endswith(f":{port}")
 
 
 @pytest.mark.parametrize("given", ["http://triton:port", "triton:70000", "http://[::1]:x"])
 def test_a_bad_port_is_refused_in_the_server_collectors_words(given: str) -> None:
-    for read in (live.without_credentials, live._port, normalize_url):
+    for read in (live._port, normalize_url):
         with pytest.raises(ValueError, match="the port is not a number from 0 to 65535"):
             read(given)
     assert container._port(given) is None
 
 
 def test_an_unclosed_bracket_is_refused_as_not_a_url() -> None:
-    for read in (live.without_credentials, normalize_url):
-        with pytest.raises(ValueError, match=r"^'http://\[::1:8000': expected a server URL"):
-            read("http://[::1:8000")
+    with pytest.raises(ValueError, match=r"^'http://\[::1:8000': expected a server URL"):
+        normalize_url("http://[::1:8000")
 
 
 def test_split_url_parts() -> None:
@@ -94,7 +107,6 @@ def test_split_url_parts() -> None:
         "https", "[2001:db8::1]", "2001:db8::1", 8443, 8443)
     assert (parts.path, parts.query, parts.fragment, parts.username) == (
         "/base/", "q", "f", "Admin")
-    assert parts.without_credentials() == "https://[2001:db8::1]:8443/base/?q#f"
     assert live.is_local("http://user:pass@[::1]:8000")
 
 

@@ -242,6 +242,7 @@ def _free_port() -> int:
     ("--metrics-url", "http://oncall:{secret}@127.0.0.1:{free}/metrics", 3),
     ("--metrics-url", "http://oncall:{secret}@127.0.0.1:99999/metrics", 3),
     ("--url", "http://oncall:{secret}@[::1", 2),
+    ("--url", "//oncall:{secret}@127.0.0.1:{free}", 2),  # no scheme: the secret parsed as a path
 ])
 def test_a_password_in_a_url_stays_off_stderr(option: str, url: str, code: int) -> None:
     given = url.format(secret=SECRET, free=_free_port())
