@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
-from triton_doctor.checks.urls import hide_credentials
+from triton_doctor.checks.urls import HTTP_PORTS, hide_credentials
 
 #: The most one ``read1`` asks for; it returns what one wait for data brings, however little.
 CHUNK_BYTES = 64 * 1024
 #: The statuses whose Location a GET may follow.
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_DEFAULT_PORTS = {"http": 80, "https": 443}
 #: What ``socket.getaddrinfo`` gives: (family, type, proto, canonical name, address).
 _Addresses = Sequence[tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]]
 
@@ -108,8 +107,11 @@ def fetch(url: str, *, timeout: float, max_bytes: int, method: str = "GET",
     Content-Length says it is over. A POST goes out with an empty body.
 
     A GET follows up to ``max_redirects`` redirects, only to the same scheme, host and port:
-    the credentials in ``url`` go nowhere else. A redirect elsewhere, or one too many, raises
-    :class:`Redirected`; with ``max_redirects`` 0 a redirect is the answer.
+    the credentials in ``url`` go nowhere else. A URL without a port means HTTP's (80, or 443
+    for https: ``urls.HTTP_PORTS``), not Triton's 8000 as a --url the user writes does: the
+    server collector gives the port it means, and a Location is read as HTTP says. A redirect
+    elsewhere, or one too many, raises :class:`Redirected`; with ``max_redirects`` 0 a
+    redirect is the answer.
     """
     deadline = time.monotonic() + timeout
     try:
@@ -139,12 +141,13 @@ def fetch(url: str, *, timeout: float, max_bytes: int, method: str = "GET",
 
 
 def _origin(parts: SplitResult) -> tuple[str, str, int]:
-    """(scheme, host, port) of an http(s) URL; ValueError for any other."""
+    """(scheme, host, port) of an http(s) URL, the port it means when it writes none (or 0);
+    ValueError for any other. Both where to connect and what a redirect is compared by."""
     scheme = parts.scheme.lower()
-    if scheme not in _DEFAULT_PORTS or not parts.hostname:
+    if scheme not in HTTP_PORTS or not parts.hostname:
         raise ValueError(f"{hide_credentials(parts.geturl())!r} is not an http:// or https:// "
                          "URL with a host")
-    return scheme, parts.hostname, parts.port or _DEFAULT_PORTS[scheme]
+    return scheme, parts.hostname, parts.port or HTTP_PORTS[scheme]
 
 
 def _exchange(parts: SplitResult, method: str, headers: Mapping[str, str], deadline: float,

@@ -3,7 +3,8 @@
 ``http://triton:8000``, ``triton:8000``, ``triton``, ``https://triton/base``,
 ``http://[::1]:8000`` and ``user:pass@triton`` all name a server. Every part of the doctor that
 needs its host or port reads it through :func:`split_url`, so an IPv6 host keeps the brackets
-it needs in a URL and a URL without a port means the same port everywhere.
+it needs in a URL and a URL without a port means the same port everywhere (Triton's 8000, see
+DEFAULT_PORTS; the whole URLs ``checks.fetch`` requests follow HTTP's, see HTTP_PORTS).
 """
 
 from __future__ import annotations
@@ -16,10 +17,15 @@ from urllib.parse import urlsplit
 TRITON_HTTP_PORT = 8000
 TRITON_GRPC_PORT = 8001
 TRITON_METRICS_PORT = 8002
-#: The port a URL without one means, by scheme: Triton's HTTP port; an https URL means a TLS
-#: proxy in front (443), since tritonserver's HTTP endpoint has no TLS of its own. Other
-#: schemes (which the server collector refuses) fall back to Triton's HTTP port.
-DEFAULT_PORTS = {"http": TRITON_HTTP_PORT, "https": 443}
+#: The port a URL without one means per HTTP: what ``checks.fetch`` connects to, and compares
+#: a redirect's origin by (a Location ``http://host/`` is port 80), since the URLs it gets are
+#: whole ones: built with a port, given as --metrics-url, or sent back by a server.
+HTTP_PORTS = {"http": 80, "https": 443}
+#: The port a server URL the *user* writes without one means (--url, read by split_url):
+#: Triton's HTTP port; an https URL means a TLS proxy in front (443), since tritonserver's HTTP
+#: endpoint has no TLS of its own. Other schemes (which the server collector refuses) fall
+#: back to Triton's HTTP port.
+DEFAULT_PORTS = {**HTTP_PORTS, "http": TRITON_HTTP_PORT}
 NOT_A_URL = "expected a server URL like http://localhost:8000"
 BAD_PORT = "the port is not a number from 0 to 65535"
 #: ``user:password@`` at the start of a URL's authority (up to its last ``@``), by text alone.

@@ -16,6 +16,7 @@ from triton_doctor.checks.fetch import (
     Answer,
     ClientError,
     ConnectionFailed,
+    Redirected,
     TimedOut,
     TooLarge,
     TooSlow,
@@ -184,3 +185,48 @@ def test_a_resolver_failure_is_still_a_connection_failure(
     with pytest.raises(ConnectionFailed) as raised:
         _fetch("http://triton.invalid:8000/")
     assert any(isinstance(c, socket.gaierror) for c in causes(raised.value.error))
+
+
+@contextlib.contextmanager
+def redirecting(location: str) -> Iterator[str]:
+    """A server whose /from redirects to ``location`` (``{port}`` its own) and whose /to
+    answers 200; yields the URL of /from."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                with conn:
+                    asked = conn.recv(65536)
+                    head = (f"HTTP/1.1 302 Found\r\nLocation: {location.format(port=port)}\r\n"
+                            if asked.startswith(b"GET /from ") else "HTTP/1.1 200 OK\r\n")
+                    conn.sendall(head.encode() + b"Content-Length: 0\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/from"
+    finally:
+        listener.shutdown(socket.SHUT_RDWR)  # wakes the accept (close alone does not)
+        listener.close()
+        thread.join(5)
+
+
+@pytest.mark.parametrize("location", ["/to", "HTTP://127.0.0.1:{port}/to"])
+def test_a_redirect_to_the_same_origin_is_followed(location: str) -> None:
+    with redirecting(location) as url:
+        answer = fetch(url, timeout=2, max_bytes=100, max_redirects=1)
+    assert answer.status == 200 and answer.redirected_to.endswith("/to")
+
+
+@pytest.mark.parametrize("location", ["http://127.0.0.1/to", "https://127.0.0.1:{port}/to"])
+def test_a_location_without_the_port_is_another_origin(location: str) -> None:
+    """A Location written without a port means HTTP's default (80), not the port it came from
+    nor Triton's 8000: the credentials would go to another server."""
+    with redirecting(location) as url, pytest.raises(Redirected) as raised:
+        fetch(url, timeout=2, max_bytes=100, max_redirects=1)
+    port = url.split(":")[2].split("/")[0]
+    assert not raised.value.too_many
+    assert raised.value.location == location.format(port=port)
