@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from google.protobuf.text_encoding import CEscape
 from triton_doctor.autocomplete.tensors import has_batch_axis
 from triton_doctor.evidence import ModelFile, TensorInfo
 from triton_doctor.findings import Hit
@@ -35,12 +36,13 @@ def suggested_block(kind: str, tensors: list[TensorInfo], max_batch_size: int) -
     lines = []
     for tensor in tensors[:MAX_LISTED_NAMES]:
         if tensor.dims is None or not tensor.data_type or tensor.data_type == "TYPE_INVALID":
-            lines.append(f'  {{ name: "{tensor.name}" }}')
+            lines.append(f'  {{ name: "{CEscape(tensor.name, as_utf8=True)}" }}')
             continue
         dims = tensor.dims[1:] if max_batch_size > 0 else tensor.dims
         shown = ", ".join(str(d) for d in dims) if dims else "1"
         lines.append(
-            f'  {{ name: "{tensor.name}" data_type: {tensor.data_type} dims: [ {shown} ] }}'
+            f'  {{ name: "{CEscape(tensor.name, as_utf8=True)}" data_type: {tensor.data_type} '
+            f'dims: [ {shown} ] }}'
         )
     more = len(tensors) - len(lines)
     rest = f"\n  # ... and {more:,} more {kind}s" if more > 0 else ""

