@@ -12,7 +12,7 @@ from collections.abc import Callable
 _TOKEN = re.compile(
     r"""
     (?P<space>[ \t\r\f\v]+) | (?P<newline>\n) | (?P<comment>\#[^\n]*)
-    | (?P<string>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')
+    | (?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|'[^'\\\n]*(?:\\.[^'\\\n]*)*'?)
     | (?P<word>[A-Za-z0-9_.+\-$]+)
     | (?P<punct>[{}\[\]<>:,;])
     | (?P<other>.)

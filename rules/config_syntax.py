@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
 
@@ -29,9 +30,12 @@ WIRE_TYPES = {
 _COMMENT = re.compile(r"#[^\n]*")
 #: ``${var}`` anywhere (envsubst, fill_template.py); ``{{ var }}`` only outside strings, since
 #: string values legitimately hold Jinja (chat templates).
-_DOLLAR_TEMPLATE = re.compile(r"\$\{[^}\n]*\}?")
-_BRACE_TEMPLATE = re.compile(r"\{\{[^}\n]*\}\}")
-_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'')
+# Each pattern stops where the next one could start, and a string missing its closing quote
+# runs to the end of its line: otherwise a long line of `{` or of `\"` is scanned again from
+# every position, quadratic in its length.
+_DOLLAR_TEMPLATE = re.compile(r"\$\{[^{}\n]*\}?")
+_BRACE_TEMPLATE = re.compile(r"\{\{[^{}\n]*\}\}")
+_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'?')
 _WIRE_DTYPE = re.compile(r"\bdata_type\s*:\s*(" + "|".join(WIRE_TYPES) + r")\b")
 
 
@@ -49,8 +53,10 @@ def templates(model: ModelView) -> list[tuple[int, str, bool]]:
     found = []
     for number, line in _code_lines(text):
         strings = [match.span() for match in _STRING.finditer(line)]
+        starts = [start for start, _ in strings]
         for match in _DOLLAR_TEMPLATE.finditer(line):
-            quoted = any(start <= match.start() < end for start, end in strings)
+            index = bisect.bisect_right(starts, match.start()) - 1
+            quoted = index >= 0 and match.start() < strings[index][1]
             found.append((number, match.group(), quoted))
         outside_strings = _STRING.sub('""', line)
         found += [(number, m.group(), False) for m in _BRACE_TEMPLATE.finditer(outside_strings)]

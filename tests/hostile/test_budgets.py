@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -352,3 +353,20 @@ class TritonPythonModel:
     assert replayed.returncode == 1, replayed.stdout[-3000:] + replayed.stderr[-3000:]
     assert ("judged", "TD212") in {(f["model"], f["rule"])
                                    for f in json.loads(replayed.stdout)["findings"]}
+
+
+@pytest.mark.parametrize("tail", [
+    'parameters { key: "k" value { string_value: "' + '\\"' * 40_000,  # unclosed, escaped quotes
+    "dynamic_batching " + "{" * 100_000,
+    "${" * 50_000,
+])
+def test_long_lines_of_a_config_that_does_not_parse_are_scanned_in_linear_time(
+        tmp_path: Path, tail: str) -> None:
+    """The locating and template regexes rescanned such a line from every position: 20 KB of
+    escaped quotes took 37 s, 196 KB of braces over a minute."""
+    repo = _repository(tmp_path)
+    write_model(repo, "long", 'name: "long"\nbackend: "onnxruntime"\n' + tail + "\n", {})
+    started = time.monotonic()
+    _, report = _check(repo)
+    assert time.monotonic() - started < 20
+    assert _rules_for(report, "long") & {"TD201", "TD202"} and _rules_for(report, "judged")
