@@ -425,8 +425,9 @@ def read_tensor_type(wire: Wire, start: int, end: int) -> tuple[int, list[int] |
     for number, wire_type, a, b in wire.fields(start, end):
         if number == 1 and wire_type == VARINT:
             elem_type = signed64(a)
-        elif number == 2 and wire_type == LEN:
-            dims = (dims or []) + read_shape(wire, a, b)  # repeated occurrences merge
+        elif number == 2 and wire_type == LEN:  # repeated occurrences merge
+            dims = dims if dims is not None else []
+            dims.extend(read_shape(wire, a, b))  # in place: a copy per shape was quadratic
     return elem_type, dims
 
 

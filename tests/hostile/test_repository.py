@@ -28,6 +28,7 @@ from fixtures.generate import onnx_models
 from fixtures.generate.hostile_models import (
     ZIP_ENTRY_NAME,
     onnx_with_inputs,
+    onnx_with_repeated_shapes,
     zip_with_entries,
 )
 from fixtures.generate.plan_headers import build_plan
@@ -349,3 +350,12 @@ def test_no_version_among_thousands_of_subdirectories_names_a_bounded_few(
     assert len(found) == 1 and found[0].endswith("v0255, ... (5,000 in all)"), found[0][-200:]
     assert _rules(report, "other")
     assert tree_state(tmp_path) == before
+
+
+def test_onnx_shape_repeated_thousands_of_times_is_merged_in_linear_time(tmp_path: Path) -> None:
+    """Each repeated ``shape`` was merged by copying the dims so far: 480 KB took 17 s."""
+    path = tmp_path / "model.onnx"
+    path.write_bytes(onnx_with_repeated_shapes(200_000))
+    found = formats.read_model_file(str(tmp_path), "model.onnx", "onnxruntime")
+    assert found.problem is None, found.problem
+    assert found.inputs is not None and found.inputs[0].dims == [4] * 200_000
