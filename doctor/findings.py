@@ -71,8 +71,10 @@ class Finding:
 
     @property
     def fingerprint(self) -> str:
-        """Stable across runs and machines: no absolute paths, no line numbers."""
-        return hashlib.sha256(self.identity(self.message).encode()).hexdigest()[:16]
+        """Stable across runs and machines: no absolute paths, no line numbers. Text from a
+        snapshot or a server may hold lone surrogates (JSON's ``\\ud800``): hashed as they are."""
+        identity = self.identity(self.message).encode("utf-8", "surrogatepass")
+        return hashlib.sha256(identity).hexdigest()[:16]
 
     def identity(self, message: str, *about: str) -> str:
         """What makes two findings the same problem: the rule, where it is (model, version,

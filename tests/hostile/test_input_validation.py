@@ -349,3 +349,18 @@ def test_served_config_nested_500_deep_is_not_kept_and_the_snapshot_is_written(
     assert "nested deeper" in server["errors"]["GET /v2/models/m/config"]
     judged = run_cli("check", "--snapshot", str(out), timeout=TIMEOUT)
     assert judged.returncode in (0, 1) and "Traceback" not in judged.stderr, judged.stderr
+
+
+@pytest.mark.parametrize("output", ["text", "json", "sarif"])
+def test_snapshot_text_with_lone_surrogates_is_judged(tmp_path: Path, output: str) -> None:
+    """JSON can spell a lone surrogate (\\ud800), which UTF-8 cannot encode: the finding's
+    fingerprint hashed it as UTF-8 and ended in a traceback."""
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    snapshot = inputs / "incident.snapshot.json"
+    document = _set(_real_snapshot(), "evidence.server.models[0].reason", "load failed \ud800")
+    snapshot.write_text(json.dumps(document))  # ensure_ascii: written as the escape \ud800
+    with _unchanged(inputs):
+        proc = run_cli("check", "--format", output, "--snapshot", str(snapshot), timeout=TIMEOUT)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr and "load failed" in proc.stdout
