@@ -17,9 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 from triton_doctor.checks.live import LiveRequest
@@ -27,6 +25,7 @@ from triton_doctor.checks.logs import BLOCK_BYTES, LogFollower
 from triton_doctor.checks.poll import Poller
 
 from tests.helpers import GOOD_CONFIG, run_cli, tree_state, write_model
+from tests.test_server_collector import HEALTHY, http_server
 
 #: A run of the CLI on a small repository takes a second or two; a hang takes forever.
 TIMEOUT_S = 60
@@ -156,36 +155,13 @@ def test_an_onnx_file_truncated_while_read_is_a_finding_not_sigbus(tmp_path: Pat
 
 # --- reading: the log on a pipe its writer keeps open -----------------------------------------
 
-class _Server(BaseHTTPRequestHandler):
-    """Just enough of a healthy Triton for ``snapshot --url``."""
-
-    routes: ClassVar[dict[str, bytes]] = {
-        "/v2": b'{"name":"triton","version":"2.51.0","extensions":[]}',
-        "/v2/repository/index": b"[]", "/v2/models/stats": b'{"model_stats":[]}',
-        "/v2/systemsharedmemory/status": b"[]", "/v2/cudasharedmemory/status": b"[]",
-        "/metrics": b"# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization 0.5\n",
-    }
-
-    def _answer(self) -> None:
-        body = self.routes.get(self.path, b"")
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    do_GET = do_POST = _answer
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Server)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
-    httpd.server_close()
+    """Just enough of a healthy Triton (and its metrics page) for ``snapshot --url``."""
+    routes = {**HEALTHY, "GET /metrics": (200, b"# TYPE nv_cpu_utilization gauge\n"
+                                               b"nv_cpu_utilization 0.5\n")}
+    with http_server(routes) as url:
+        yield url
 
 
 def _snapshot(server: str, output: str, *extra: str) -> subprocess.CompletedProcess[str]:
