@@ -2,9 +2,10 @@
 
 Collect only: the samples exactly as the page prints them (a counter keeps its wire name,
 ``nv_inference_count``, not prometheus_client's ``..._total``); the arithmetic lives in
-``triton_doctor.metrics_view``. ``prometheus_client`` is imported inside the functions, because
-``check`` without ``--url`` must not pay for it. A hostile page is bounded: its bytes
-(MAX_PAGE_BYTES), the time to fetch it (one deadline) and the lines read (MAX_LINES).
+``triton_doctor.triton.metrics_model``. ``prometheus_client`` is imported inside the
+functions, because ``check`` without ``--url`` must not pay for it. A hostile page is
+bounded: its bytes (MAX_PAGE_BYTES), the time to fetch it (one deadline) and the lines read
+(MAX_LINES).
 """
 
 from __future__ import annotations

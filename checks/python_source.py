@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import os
 
+from triton_doctor.checks.autocomplete_calls import follow
 from triton_doctor.checks.formats import LISTED_BUT_MISSING
-from triton_doctor.checks.python_autocomplete import follow
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import PythonSource
 from triton_doctor.safe_files import FileTooLarge, read_file

@@ -10,7 +10,6 @@ import itertools
 import os
 from pathlib import Path
 
-from triton_doctor import model_config, normalize
 from triton_doctor.checks.formats import read_model_file
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
@@ -23,7 +22,8 @@ from triton_doctor.evidence import (
 )
 from triton_doctor.printable import display_name
 from triton_doctor.safe_files import FileTooLarge, NotRegularFile, read_file
-from triton_doctor.view import read_version_dir
+from triton_doctor.triton import model_config, normalize
+from triton_doctor.triton.repository_model import read_version_dir
 
 #: A model configuration is a few kilobytes; past this the file is not a configuration.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
@@ -116,7 +116,7 @@ def _read_model_files(model: ModelDir, subdir_paths: list[str]) -> None:
     model's file is parsed with ``ast``; ``subdir_paths`` are the real paths of
     ``model.subdirs``.
     """
-    parsed = model.config.message() if model.config.present else model_config.new_config()
+    parsed = model_config.parsed(model.config) if model.config.present else None
     config, _ = normalize.complete(
         parsed if parsed is not None else model_config.new_config(), model.name, model)
     if config.backend == "python":
@@ -215,7 +215,7 @@ def _read_config(path: str) -> ConfigFile:
     except UnicodeDecodeError as error:
         config.unreadable = f"is not valid UTF-8 text (byte offset {error.start})"
         return config
-    config.message()  # parse now, so the evidence records the syntax error
+    model_config.parsed(config)  # parse now, so the evidence records the syntax error
     return config
 
 

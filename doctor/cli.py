@@ -11,14 +11,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from triton_doctor import __version__, model_config, profiles
+from triton_doctor import __version__
+from triton_doctor.catalogue import all_rules, describe, find_rule, select_rules
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.flag_types import count, seconds
 from triton_doctor.printable import display_name, printable
-from triton_doctor.registry import all_rules, describe, find_rule, select_rules
 from triton_doctor.settings import Settings, load_settings
+from triton_doctor.triton import model_config, profiles
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -436,7 +437,7 @@ def _watch(args: argparse.Namespace) -> int:
 
 def _config(args: argparse.Namespace) -> int:
     from triton_doctor.checks.repository import TargetError, collect_repository
-    from triton_doctor.effective import render_effective
+    from triton_doctor.triton.effective_config import effective_config_text
 
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
@@ -449,7 +450,11 @@ def _config(args: argparse.Namespace) -> int:
         _say(error)
         return EXIT_USAGE
     evidence = Evidence(repository=repository, options=options)
-    text, refusals = render_effective(evidence, display_name(model_dir.absolute().name), args.gpus)
+    name = display_name(model_dir.absolute().name)
+    refusals = [finding.triton_message or finding.message
+                for finding in run(evidence, all_rules(), [], "").findings
+                if finding.model == name and finding.severity >= Severity.ERROR]
+    text = effective_config_text(evidence, name, args.gpus)
     sys.stdout.write(text)
     for refusal in refusals:
         _say(f"the server would refuse this model: {refusal}")

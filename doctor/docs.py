@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from triton_doctor.registry import all_rules
+from triton_doctor.catalogue import all_rules
 
 BEGIN, END = "<!-- rules:begin -->", "<!-- rules:end -->"
 

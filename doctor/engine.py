@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
-from triton_doctor.live_view import LiveView
 from triton_doctor.registry import Rule
 from triton_doctor.settings import ModelWaiver
 from triton_doctor.suppress import waivers
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
+from triton_doctor.triton.server_model import LiveView
 
 
 @dataclass(frozen=True)

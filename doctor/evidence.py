@@ -13,8 +13,6 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any
 
-from triton_doctor import model_config
-
 EVIDENCE_SCHEMA = 1
 #: Deepest nesting kept of free-form JSON (a served config, plan metadata): real ones nest
 #: under ten levels, and writing JSON recurses once per level (a config 500 deep made
@@ -32,6 +30,21 @@ class EvidenceError(ValueError):
         super().__init__(f"{path}: {problem}")
 
 
+@dataclass(frozen=True)
+class SyntaxProblem:
+    """Why a config.pbtxt does not parse, where, in libprotobuf's wording where we know it."""
+
+    line: int | None
+    column: int | None
+    detail: str
+
+    def describe(self) -> str:
+        """Where and why, in our words: libprotobuf counts columns differently, so this does not
+        pretend to be the server's log line."""
+        where = f"line {self.line}, column {self.column}: " if self.line else ""
+        return f"{where}{self.detail}"
+
+
 @dataclass
 class ConfigFile:
     """One model's config.pbtxt as read from disk (``text`` is None when it could not be read)."""
@@ -43,17 +56,9 @@ class ConfigFile:
     #: Why the file could not be read as text (a directory, unreadable, binary, too large).
     unreadable: str | None = None
     #: Where and why the text does not parse as ``inference.ModelConfig``.
-    syntax_error: model_config.SyntaxProblem | None = None
+    syntax_error: SyntaxProblem | None = None
+    #: The parsed ModelConfig, kept by ``model_config.parsed`` (never saved in a snapshot).
     _parsed: Any = field(default=None, repr=False, compare=False, metadata={"transient": True})
-
-    def message(self) -> Any | None:
-        """The parsed ModelConfig, or None when the file is absent, unreadable or malformed."""
-        if self._parsed is None and self.text is not None and self.syntax_error is None:
-            try:
-                self._parsed = model_config.parse(self.text)
-            except model_config.ConfigSyntaxError as error:
-                self.syntax_error = error.problem
-        return self._parsed
 
 
 @dataclass

@@ -1,4 +1,8 @@
-"""The rule registry: ``@rule`` declares a rule's identity and docs next to its code."""
+"""The rule registry: ``@rule`` declares a rule's identity and docs next to its code.
+
+This is the contract the rules import; the catalogue (``triton_doctor.catalogue``) lists and
+selects the registered rules.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import inspect
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from triton_doctor.findings import Hit, Severity
 
@@ -34,7 +37,8 @@ class Rule:
         return inspect.cleandoc(self.check.__doc__ or "")
 
 
-_RULES: dict[str, Rule] = {}
+#: Every registered rule by id; read through ``triton_doctor.catalogue``.
+RULES: dict[str, Rule] = {}
 
 
 def rule(
@@ -53,62 +57,18 @@ def rule(
             raise ValueError(f"rule id {id!r} is not TD + 3 digits")
         if not RULE_NAME.match(name):
             raise ValueError(f"rule name {name!r} is not kebab-case")
-        taken = {r.name: r.id for r in _RULES.values()}
-        if id in _RULES or name in taken:
+        taken = {r.name: r.id for r in RULES.values()}
+        if id in RULES or name in taken:
             raise ValueError(f"rule {id} {name} is registered twice")
         missing = [s for s in DOC_SECTIONS if f"{s}:" not in (check.__doc__ or "")]
         if missing:
             raise ValueError(f"rule {id} docs lack sections: {', '.join(missing)}")
-        _RULES[id] = Rule(id, name, Severity.parse(severity), title, scope, needs, check)
+        RULES[id] = Rule(id, name, Severity.parse(severity), title, scope, needs, check)
         return check
 
     return register
 
 
-def all_rules() -> list[Rule]:
-    """Every rule, by id; importing the rules package registers them."""
-    import triton_doctor.rules  # noqa: F401  (registration happens on import)
-
-    return [_RULES[key] for key in sorted(_RULES)]
-
-
-def find_rule(key: str) -> Rule | None:
-    """A rule by id (``TD201``) or name (``config-syntax``), case-insensitive for ids."""
-    for candidate in all_rules():
-        if key.upper() == candidate.id or key == candidate.name:
-            return candidate
-    return None
-
-
 def key_matches(rule_id: str, rule_name: str, key: str) -> bool:
     """How users name rules everywhere: an id (``TD213``), an id prefix (``TD2``) or a name."""
     return rule_id.startswith(key.upper()) or rule_name == key
-
-
-def select_rules(select: Iterable[str], ignore: Iterable[str]) -> list[Rule]:
-    """Rules chosen by ids, id prefixes or names; unknown keys raise ValueError."""
-
-    def matches(candidate: Rule, key: str) -> bool:
-        return key_matches(candidate.id, candidate.name, key)
-
-    rules = all_rules()
-    for key in [*select, *ignore]:
-        if not any(matches(r, key) for r in rules):
-            raise ValueError(f"no rule matches {key!r}; `triton-doctor rules` lists them")
-    selected = list(select)
-    ignored = list(ignore)
-    return [
-        r
-        for r in rules
-        if (not selected or any(matches(r, k) for k in selected))
-        and not any(matches(r, k) for k in ignored)
-    ]
-
-
-def describe(candidate: Rule) -> dict[str, Any]:
-    return {
-        "id": candidate.id,
-        "name": candidate.name,
-        "severity": str(candidate.severity),
-        "title": candidate.title,
-    }

@@ -79,7 +79,7 @@ class Settings:
     triton_version: str | None = None
     gpu: str | None = None
     backends: list[str] = field(default_factory=list)
-    #: Live-rule thresholds by name (defaults in triton_doctor.live_view.THRESHOLDS).
+    #: Live-rule thresholds by name (defaults in triton_doctor.triton.server_model.THRESHOLDS).
     thresholds: dict[str, float] = field(default_factory=dict)
     waivers: list[ModelWaiver] = field(default_factory=list)
     #: The file the settings came from, for messages.
@@ -257,7 +257,7 @@ def _config_name(data: dict[str, Any], where: str) -> str | None:
 
 
 def _thresholds(data: dict[str, Any], where: str) -> dict[str, float]:
-    from triton_doctor.live_view import SHARES, THRESHOLDS
+    from triton_doctor.triton.server_model import SHARES, THRESHOLDS
 
     table = data.get("thresholds", {})
     if not isinstance(table, dict):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from google.protobuf import json_format, text_format
-from triton_doctor import model_config
 from triton_doctor.evidence import Evidence
+from triton_doctor.triton import model_config
 
 
 def model_config_text(evidence: Evidence, model: str) -> str:
@@ -17,7 +17,7 @@ def model_config_text(evidence: Evidence, model: str) -> str:
         return "# as the server runs it (GET /v2/models/<model>/config)\n" + served
     if evidence.repository is not None and any(
             m.name == model for m in evidence.repository.models):
-        from triton_doctor.effective import effective_config_text
+        from triton_doctor.triton.effective_config import effective_config_text
 
         return ("# as the server would run it, worked out from the repository (1 GPU)\n"
                 + effective_config_text(evidence, model, gpus=1))

@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Input, Static
+from triton_doctor.catalogue import find_rule
 from triton_doctor.findings import Severity
 from triton_doctor.printable import printable
-from triton_doctor.registry import find_rule, key_matches
+from triton_doctor.registry import key_matches
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import History, Seen
 from triton_doctor.tui.tables import fill, new_table, original_key, selected_key

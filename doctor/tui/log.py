@@ -10,9 +10,9 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
+from triton_doctor.catalogue import find_rule
 from triton_doctor.evidence import LogEvidence
 from triton_doctor.printable import printable
-from triton_doctor.registry import find_rule
 from triton_doctor.rules.serving import explain_log_line
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import History

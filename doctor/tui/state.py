@@ -16,7 +16,7 @@ from functools import cached_property
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Severity
-from triton_doctor.live_view import LiveView
+from triton_doctor.triton.server_model import LiveView
 
 #: Points kept per sparkline: two minutes at the default one-second interval.
 HISTORY_POINTS = 120

@@ -1,26 +1,12 @@
-"""``triton-doctor config``: the configuration a server would run for one model directory."""
+"""The configuration a server would run for one model directory (``triton-doctor config``)."""
 
 from __future__ import annotations
 
 from google.protobuf import text_format
-from triton_doctor import normalize
-from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
-from triton_doctor.findings import Severity
 from triton_doctor.printable import printable
-from triton_doctor.registry import all_rules
-from triton_doctor.view import RepositoryView
-
-
-def render_effective(evidence: Evidence, model_name: str, gpus: int) -> tuple[str, list[str]]:
-    """(the effective config in text format, the server's refusals of this model)."""
-    result = run(evidence, all_rules(), [], "")
-    refusals = [
-        finding.triton_message or finding.message
-        for finding in result.findings
-        if finding.model == model_name and finding.severity >= Severity.ERROR
-    ]
-    return effective_config_text(evidence, model_name, gpus), refusals
+from triton_doctor.triton import normalize
+from triton_doctor.triton.repository_model import RepositoryView
 
 
 def effective_config_text(evidence: Evidence, model_name: str, gpus: int) -> str:

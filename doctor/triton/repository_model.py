@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from triton_doctor import model_config, normalize, profiles
-from triton_doctor.autocomplete import Completion, complete_backend
 from triton_doctor.evidence import (
     INT64_MAX,
     INT64_MIN,
@@ -25,7 +23,9 @@ from triton_doctor.evidence import (
     RepositoryEvidence,
     Subdir,
 )
-from triton_doctor.pbtxt_locate import field_lines, locate
+from triton_doctor.triton import model_config, normalize, profiles
+from triton_doctor.triton.autocomplete import Completion, complete_backend
+from triton_doctor.triton.config_locations import field_lines, locate
 
 #: Subdirectories of a model directory that the server never treats as versions.
 NON_VERSION_DIRS = frozenset({"warmup", "initial_state", "configs"})
@@ -84,12 +84,12 @@ class ModelView:
             return "broken"
         if not config.present:
             return "absent"
-        return "parsed" if config.message() is not None else "broken"
+        return "parsed" if model_config.parsed(config) is not None else "broken"
 
     @cached_property
     def raw(self) -> Any:
         """The config as written (an empty config when the file is absent)."""
-        parsed = self.dir.config.message()
+        parsed = model_config.parsed(self.dir.config)
         return parsed if parsed is not None else model_config.new_config()
 
     @cached_property

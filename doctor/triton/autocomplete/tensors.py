@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from triton_doctor import model_config
 from triton_doctor.evidence import TensorInfo
+from triton_doctor.triton import model_config
 
 if TYPE_CHECKING:
-    from triton_doctor.autocomplete import Completion
+    from triton_doctor.triton.autocomplete import Completion
 
 #: The server's --backend-config default-max-batch-size.
 DEFAULT_MAX_BATCH_SIZE = 4

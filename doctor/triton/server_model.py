@@ -13,7 +13,7 @@ from typing import Any
 
 from triton_doctor.evidence import Evidence, ModelStats, ServerModel, ServerSample
 from triton_doctor.findings import Finding
-from triton_doctor.metrics_view import MetricsView
+from triton_doctor.triton.metrics_model import MetricsView
 
 NS_PER_MS = 1_000_000
 #: The ``reason`` label of nv_inference_request_failure (since 24.07).

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib.util
 import re
-from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import Any
 
 from google.protobuf import text_format
+from triton_doctor.evidence import ConfigFile, SyntaxProblem
 
 
 class SchemaUnavailable(RuntimeError):
@@ -48,21 +48,6 @@ def schema() -> ModuleType:
 def new_config() -> Any:
     """An empty ``inference.ModelConfig``."""
     return schema().ModelConfig()
-
-
-@dataclass(frozen=True)
-class SyntaxProblem:
-    """Why a config.pbtxt does not parse, where, in libprotobuf's wording where we know it."""
-
-    line: int | None
-    column: int | None
-    detail: str
-
-    def describe(self) -> str:
-        """Where and why, in our words: libprotobuf counts columns differently, so this does not
-        pretend to be the server's log line."""
-        where = f"line {self.line}, column {self.column}: " if self.line else ""
-        return f"{where}{self.detail}"
 
 
 _ECHOED_LINE = re.compile(r"^'.*?': ", re.DOTALL)
@@ -114,6 +99,17 @@ class ConfigSyntaxError(ValueError):
     def __init__(self, problem: SyntaxProblem) -> None:
         super().__init__(problem.describe())
         self.problem = problem
+
+
+def parsed(config: ConfigFile) -> Any | None:
+    """The file's ModelConfig, parsed once and kept on it; None when the file is absent,
+    unreadable or malformed (the syntax error is then recorded on the file)."""
+    if config._parsed is None and config.text is not None and config.syntax_error is None:
+        try:
+            config._parsed = parse(config.text)
+        except ConfigSyntaxError as error:
+            config.syntax_error = error.problem
+    return config._parsed
 
 
 def data_type_name(value: int) -> str:

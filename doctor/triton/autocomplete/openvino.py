@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from triton_doctor.autocomplete import tensors
 from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.triton.autocomplete import tensors
 
 if TYPE_CHECKING:
-    from triton_doctor.autocomplete import Completion
+    from triton_doctor.triton.autocomplete import Completion
 
 
 def complete(result: Completion, model_file: ModelFile) -> None:

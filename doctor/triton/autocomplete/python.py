@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from triton_doctor import model_config
 from triton_doctor.evidence import AutoCompleteCall, PythonSource
+from triton_doctor.triton import model_config
 
 if TYPE_CHECKING:
-    from triton_doctor.autocomplete import Completion
+    from triton_doctor.triton.autocomplete import Completion
 
 INPUT_PROPERTIES = ("name", "data_type", "dims", "optional")
 OUTPUT_PROPERTIES = ("name", "data_type", "dims")

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from dataclasses import field as default
 from typing import Any
 
-from triton_doctor.autocomplete import onnx, openvino, python
 from triton_doctor.evidence import ModelFile, PythonSource
+from triton_doctor.triton.autocomplete import onnx, openvino, python
 
 
 @dataclass
