@@ -66,10 +66,10 @@ def traffic(url: str, models: int) -> None:
 
 
 def doctor_cycle(url: str, metrics_url: str) -> tuple[float, int]:
+    from triton_doctor.catalogue import all_rules
     from triton_doctor.checks.live import LiveRequest, collect_live
     from triton_doctor.engine import run
     from triton_doctor.evidence import Evidence
-    from triton_doctor.registry import all_rules
 
     started = time.perf_counter()
     evidence = Evidence()

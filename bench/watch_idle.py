@@ -120,10 +120,10 @@ def read_cycle_costs(url: str, metrics_url: str, cycles: int) -> dict[str, float
     the Poller's reading, the rules, and the overview's rows; means over ``cycles``. The
     Poller's clock advances one second a cycle, so the slow-paced reads (configs, container,
     /dev/shm owners every 10 s) come as often as in the watch."""
+    from triton_doctor.catalogue import all_rules
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.checks.poll import Poller
     from triton_doctor.engine import run
-    from triton_doctor.registry import all_rules
     from triton_doctor.tui.overview import firing_rows, model_rows
     from triton_doctor.tui.state import Frame, History
 

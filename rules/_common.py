@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from triton_doctor import model_config
 from triton_doctor.evidence import INT64_MAX
+from triton_doctor.triton import model_config
 
 
 def dims_product(sizes: Iterable[int], start: int = 1) -> int | None:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from triton_doctor.autocomplete.tensors import has_batch_axis
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg
 from triton_doctor.rules._common import dims_text, names_text, type_name
+from triton_doctor.triton.autocomplete.tensors import has_batch_axis
 
 #: Config types each backend can hold (anything else: "unsupported datatype").
 ONNX_TYPES = frozenset({

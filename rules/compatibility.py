@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from triton_doctor import profiles
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import is_ensemble
 from triton_doctor.rules.layout import is_stray
 from triton_doctor.rules.model_files import model_files
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton import profiles
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: Official backends that are not in the stock image but are installed often.
 OPTIONAL_BACKENDS = frozenset({"vllm", "tensorrtllm", "tensorflow", "pytorch", "fil", "dali"})

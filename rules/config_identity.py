@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import is_ensemble
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: Core's GetBackendTypeFromPlatform / GetBackendType: the known backends and their platforms.
 PLATFORM_TYPE = {

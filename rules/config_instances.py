@@ -9,7 +9,7 @@ from typing import Any
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import enum_name
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: No single machine sold today exposes more GPUs than this to one process; an id at or
 #: above it cannot be valid anywhere.

@@ -8,7 +8,7 @@ from typing import Any
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import dims_product, dims_text
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 WILDCARD = -1
 

@@ -9,7 +9,7 @@ from typing import Any
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import dims_product, is_ensemble
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: Bytes per element of each TYPE_ value (STRING has no fixed size).
 ELEMENT_BYTES = {1: 1, 2: 1, 3: 2, 4: 4, 5: 8, 6: 1, 7: 2, 8: 4, 9: 8, 10: 2, 11: 4, 12: 8, 14: 2}

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 WIRE_TYPES = {
     "BOOL": "TYPE_BOOL",

@@ -8,7 +8,7 @@ from typing import Any
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import is_ensemble
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 
 def _step_problems(config: Any) -> Iterator[tuple[str, str]]:

@@ -7,10 +7,10 @@ import re
 from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
-from triton_doctor.normalize import DEFAULT_FILENAME, TF_FILENAME
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import names_text
-from triton_doctor.view import ModelView, RepositoryView, version_dir_name
+from triton_doctor.triton.normalize import DEFAULT_FILENAME, TF_FILENAME
+from triton_doctor.triton.repository_model import ModelView, RepositoryView, version_dir_name
 
 _VERSION_LIKE = re.compile(r"\d|^(latest|current|stable|prod)$", re.IGNORECASE)
 #: Directories that tools leave in repositories and that are never models.

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from triton_doctor.evidence import ModelFile
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: What each backend prints when it cannot open the file, where the words are known.
 _LOAD_FAILURE = {

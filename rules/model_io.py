@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from google.protobuf.text_encoding import CEscape
-from triton_doctor.autocomplete.tensors import has_batch_axis
 from triton_doctor.evidence import ModelFile, TensorInfo
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
@@ -21,7 +20,8 @@ from triton_doctor.rules._model_io import (
     torchscript_problems,
 )
 from triton_doctor.rules.model_files import model_files
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.autocomplete.tensors import has_batch_axis
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 _CHECKERS = {
     "onnxruntime": onnx_problems,

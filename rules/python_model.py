@@ -12,7 +12,7 @@ from triton_doctor.rules._model_io import (
     torch_input_binding,
 )
 from triton_doctor.rules.model_files import model_files
-from triton_doctor.view import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: What a refusal of the Python backend is about, by the config field it concerns.
 _WHAT = {

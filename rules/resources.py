@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
-from triton_doctor.live_view import LiveView
 from triton_doctor.registry import rule
+from triton_doctor.triton.server_model import LiveView
 
 MIB = 1024 * 1024
 #: Docker's default /dev/shm size for a container.

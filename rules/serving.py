@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
-from triton_doctor.live_view import LiveView, ModelRates
 from triton_doctor.registry import rule
+from triton_doctor.triton.server_model import LiveView, ModelRates
 
 #: Fragments of the server's load errors, and the static rule that explains them.
 REASON_RULES: tuple[tuple[str, str], ...] = (

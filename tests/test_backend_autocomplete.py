@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from triton_doctor import model_config
-from triton_doctor.autocomplete import Completion, complete_backend
 from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.triton import model_config
+from triton_doctor.triton.autocomplete import Completion, complete_backend
 
 
 def _complete(config_text: str, inputs: list[TensorInfo], outputs: list[TensorInfo],

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from google.protobuf import text_format
-from triton_doctor import model_config
+from triton_doctor.triton import model_config
 
 from tests.helpers import run_cli, write_model
 

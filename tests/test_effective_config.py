@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import text_format
-from triton_doctor import model_config
+from triton_doctor.triton import model_config
 
 from tests.helpers import ROOT, run_cli
 

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from triton_doctor import model_config
 from triton_doctor.checks.formats import openvino
 from triton_doctor.checks.formats.openvino import read_openvino
 from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.triton import model_config
 
 SERVER_QA = Path(__file__).resolve().parent.parent.parent / "shared" / "conformance" / "server-qa"
 needs_server_qa = pytest.mark.skipif(not SERVER_QA.is_dir(), reason="../shared is not present")

@@ -217,10 +217,10 @@ def test_captured_h200_idle(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _judged_gpu(monkeypatch: pytest.MonkeyPatch, earlier: str, later: str) -> list[str]:
+    from triton_doctor.catalogue import select_rules
     from triton_doctor.checks.live import with_trend
     from triton_doctor.engine import run
     from triton_doctor.evidence import Evidence
-    from triton_doctor.registry import select_rules
 
     _install(monkeypatch, _recorded(earlier))
     before = collect_gpu()

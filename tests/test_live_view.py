@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triton_doctor.live_view import ModelRates
+from triton_doctor.triton.server_model import ModelRates
 
 
 def rates(inferences: int, executions: int, batches: dict[int, int]) -> ModelRates:

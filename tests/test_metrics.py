@@ -18,7 +18,7 @@ from triton_doctor.checks import metrics
 from triton_doctor.checks.metrics import parse_line, parse_metrics, scrape
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.evidence import MetricSample, MetricsEvidence, MetricsScrape
-from triton_doctor.metrics_view import MetricsView
+from triton_doctor.triton.metrics_model import MetricsView
 
 from tests.differential.cases import MODEL_PY
 from tests.helpers import write_model

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from triton_doctor import profiles
+from triton_doctor.triton import profiles
 
 from tests.helpers import DEMO, run_cli
 

@@ -6,10 +6,10 @@ import ast
 from typing import Any
 
 import pytest
-from triton_doctor import model_config
-from triton_doctor.autocomplete import complete_backend
-from triton_doctor.checks.python_autocomplete import follow
+from triton_doctor.checks.autocomplete_calls import follow
 from triton_doctor.evidence import AutoCompleteFacts, PythonSource
+from triton_doctor.triton import model_config
+from triton_doctor.triton.autocomplete import complete_backend
 
 
 def _facts(body: str) -> AutoCompleteFacts:

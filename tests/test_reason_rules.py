@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from triton_doctor.registry import find_rule
+from triton_doctor.catalogue import find_rule
 from triton_doctor.rules.serving import REASON_RULES, explain_reason
 
 

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 from triton_doctor import snapshot
+from triton_doctor.catalogue import all_rules, select_rules
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.cli import build_parser, target_options
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Severity
-from triton_doctor.registry import Rule, all_rules, select_rules
+from triton_doctor.registry import Rule
 
 from fixtures.generate.hostile_models import onnx_with_inputs
 

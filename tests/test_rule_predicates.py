@@ -6,14 +6,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from triton_doctor.autocomplete.tensors import has_batch_axis, supports_batching
+from triton_doctor.catalogue import select_rules
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.engine import run
 from triton_doctor.evidence import CheckOptions, Evidence, TensorInfo, TorchScriptArg
 from triton_doctor.findings import Finding
-from triton_doctor.registry import select_rules
 from triton_doctor.rules._model_io import compare_dims, takes_dict_input
-from triton_doctor.view import RepositoryView
+from triton_doctor.triton.autocomplete.tensors import has_batch_axis, supports_batching
+from triton_doctor.triton.repository_model import RepositoryView
 
 #: data.pkl as torch writes it for a module of class ``__torch__.Net``.
 NET_PICKLE = b"\x80\x02c__torch__\nNet\nq\x00)\x81}q\x01b."

@@ -14,8 +14,8 @@ from triton_doctor.evidence import (
     from_jsonable,
     to_jsonable,
 )
-from triton_doctor.pbtxt_locate import field_lines, locate
-from triton_doctor.view import ModelView, read_version_dir
+from triton_doctor.triton.config_locations import field_lines, locate
+from triton_doctor.triton.repository_model import ModelView, read_version_dir
 
 from tests.helpers import DEMO
 
@@ -92,8 +92,8 @@ def test_collector_lists_versions_and_tree(tmp_path: Path) -> None:
 
 
 def _complete(config_text: str, name: str, subdirs: dict[str, list[str]]) -> tuple[str, ...]:
-    from triton_doctor import model_config, normalize
     from triton_doctor.evidence import ConfigFile, ModelDir, Subdir
+    from triton_doctor.triton import model_config, normalize
 
     model = ModelDir(name=name, path=f"/r/{name}", config=ConfigFile("/r/config.pbtxt", True),
                      subdirs=[Subdir(n, entries) for n, entries in sorted(subdirs.items())])

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from google.protobuf import json_format, text_format
-from triton_doctor import model_config
+from triton_doctor.triton import model_config
 
 from .cases import EFFECTIVE_CONFIG_CASES, Case
 from .oracle import TritonServer, load_all, write_repository

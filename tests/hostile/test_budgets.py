@@ -110,7 +110,7 @@ def test_auto_complete_loops_share_one_budget(tmp_path: Path) -> None:
 def test_auto_complete_not_followed_says_why() -> None:
     import ast
 
-    from triton_doctor.checks.python_autocomplete import follow
+    from triton_doctor.checks.autocomplete_calls import follow
 
     function = ast.parse(NESTED_LOOPS).body[0].body[0]  # type: ignore[attr-defined]
     facts = follow(function)
@@ -245,8 +245,8 @@ UNUSED = [f"ensemble tensor 't{n}' is unused in ensemble 'e'" for n in range(4, 
 ])
 def test_ensemble_flow_walk_keeps_its_answers(steps: list[tuple[str, str]],
                                               expected: list[str]) -> None:
-    from triton_doctor import model_config
     from triton_doctor.rules.ensemble_structure import _flow_problems
+    from triton_doctor.triton import model_config
 
     config = model_config.parse(_chain(steps))
     config.name = "e"

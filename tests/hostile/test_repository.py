@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from triton_doctor.catalogue import select_rules
 from triton_doctor.checks import formats, repository
 from triton_doctor.checks.repository import MAX_ENTRIES_PER_DIR
 from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
-from triton_doctor.registry import select_rules
 
 from fixtures.generate import onnx_models
 from fixtures.generate.hostile_models import (

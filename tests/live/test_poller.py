@@ -16,8 +16,8 @@ import pytest
 from triton_doctor.checks import server as server_api
 from triton_doctor.checks.live import LiveRequest
 from triton_doctor.checks.poll import Poller
-from triton_doctor.live_view import LiveView
-from triton_doctor.metrics_view import MetricsView
+from triton_doctor.triton.metrics_model import MetricsView
+from triton_doctor.triton.server_model import LiveView
 
 import tests.server_harness
 from tests.python_models import ADD_PY, infer, kill, wait_ready, write_repository

@@ -31,10 +31,10 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 from triton_doctor import snapshot
+from triton_doctor.catalogue import all_rules
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
-from triton_doctor.registry import all_rules
 from triton_doctor.tui.app import WatchApp
 from triton_doctor.tui.sources import Source
 

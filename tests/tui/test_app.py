@@ -17,8 +17,8 @@ from textual.widgets import DataTable, Input
 from triton_doctor import cli, snapshot
 from triton_doctor.checks import repository as repository_collector
 from triton_doctor.checks.repository import collect_repository
-from triton_doctor.effective import effective_config_text
 from triton_doctor.evidence import Evidence, RepositoryEvidence, to_jsonable
+from triton_doctor.triton.effective_config import effective_config_text
 from triton_doctor.tui import launch
 from triton_doctor.tui.app import WatchApp
 from triton_doctor.tui.findings import FindingsScreen
