@@ -19,7 +19,8 @@ ONE_SOURCE_KINDS = {
     "BATCH_ITEM_SHAPE",
     "BATCH_ITEM_SHAPE_FLATTEN",
 }
-TYPE_INT32, TYPE_FP32 = 8, 11
+#: The data types core accepts for a batch input.
+BATCH_INPUT_TYPES = ("TYPE_INT32", "TYPE_FP32")
 
 
 @rule("TD221", "invalid-batch-io", "error", "batch_input / batch_output is malformed")
@@ -40,91 +41,109 @@ def invalid_batch_io(model: ModelView, repository: RepositoryView) -> Iterator[H
     inputs = {tensor.name for tensor in config.input}
     outputs = {tensor.name for tensor in config.output}
     for index, batch_input in enumerate(config.batch_input):
-        kind = enum_name(batch_input, "kind", batch_input.kind)
-        where = f"batch_input[{index}]"
-        sources = list(batch_input.source_input)
-        if not kind:
-            yield Hit(
-                message=f"batch_input '{batch_input.target_name}' has kind "
-                f"{batch_input.kind}, which is not a batch input kind",
-                triton_message=f"unknown batch input kind '{kind}'",
-                fix="Use a kind such as BATCH_ELEMENT_COUNT or BATCH_ACCUMULATED_ELEMENT_COUNT.",
-                field=f"{where}.kind",
-            )
-            continue
-        if kind in ONE_SOURCE_KINDS and len(sources) != 1:
-            yield Hit(
-                message=f"batch_input '{batch_input.target_name}' of kind {kind} lists "
-                f"{len(sources)} source inputs",
-                triton_message=f"batch input kind '{kind}' expects 1 source input, got "
-                f"{len(sources)}",
-                fix="List exactly one source_input.",
-                field=f"{where}.source_input",
-            )
-            continue
-        if batch_input.data_type not in (TYPE_INT32, TYPE_FP32):
-            yield Hit(
-                message=f"batch_input '{batch_input.target_name}' has an unsupported data type",
-                triton_message="batch input data type must be TYPE_INT32 or TYPE_FP32",
-                fix="Use data_type: TYPE_INT32 or TYPE_FP32.",
-                field=f"{where}.data_type",
-            )
-        for source in sources:
-            if source not in inputs:
-                yield Hit(
-                    message=f"batch_input '{batch_input.target_name}' reads source input "
-                    f"'{source}', which is not a declared input",
-                    triton_message=f"unknown source input name '{source}'",
-                    fix=f"Use one of the declared inputs: {', '.join(sorted(inputs)) or 'none'}.",
-                    field=f"{where}.source_input",
-                )
+        yield from _batch_input_hits(batch_input, f"batch_input[{index}]", inputs)
     targets: set[str] = set()
     for index, batch_output in enumerate(config.batch_output):
-        kind = enum_name(batch_output, "kind", batch_output.kind)
         where = f"batch_output[{index}]"
-        sources = list(batch_output.source_input)
-        if not kind:
+        yield from _batch_output_hits(batch_output, where, inputs, outputs, targets)
+
+
+def _batch_input_hits(batch_input: Any, where: str, inputs: set[str]) -> Iterator[Hit]:
+    """One batch_input as core checks it: its kind, then how many sources it lists (core stops
+    at either), then its data type and each source's name."""
+    kind = enum_name(batch_input, "kind", batch_input.kind)
+    sources = list(batch_input.source_input)
+    if not kind:
+        yield Hit(
+            message=f"batch_input '{batch_input.target_name}' has kind "
+            f"{batch_input.kind}, which is not a batch input kind",
+            triton_message=f"unknown batch input kind '{kind}'",
+            fix="Use a kind such as BATCH_ELEMENT_COUNT or BATCH_ACCUMULATED_ELEMENT_COUNT.",
+            field=f"{where}.kind",
+        )
+        return
+    if kind in ONE_SOURCE_KINDS and len(sources) != 1:
+        yield Hit(
+            message=f"batch_input '{batch_input.target_name}' of kind {kind} lists "
+            f"{len(sources)} source inputs",
+            triton_message=f"batch input kind '{kind}' expects 1 source input, got "
+            f"{len(sources)}",
+            fix="List exactly one source_input.",
+            field=f"{where}.source_input",
+        )
+        return
+    if enum_name(batch_input, "data_type", batch_input.data_type) not in BATCH_INPUT_TYPES:
+        yield Hit(
+            message=f"batch_input '{batch_input.target_name}' has an unsupported data type",
+            triton_message="batch input data type must be TYPE_INT32 or TYPE_FP32",
+            fix="Use data_type: TYPE_INT32 or TYPE_FP32.",
+            field=f"{where}.data_type",
+        )
+    for source in sources:
+        if source not in inputs:
             yield Hit(
-                message=f"batch_output has kind {batch_output.kind}, which is not a batch "
-                "output kind",
-                triton_message=f"unknown batch output kind '{kind}'",
-                fix="Use kind: BATCH_SCATTER_WITH_INPUT_SHAPE.",
-                field=f"{where}.kind",
-            )
-            continue
-        if len(sources) != 1:
-            yield Hit(
-                message=f"batch_output of kind {kind} lists {len(sources)} source inputs",
-                triton_message=f"batch output kind '{kind}' expects 1 source input, got "
-                f"{len(sources)}",
-                fix="List exactly one source_input.",
+                message=f"batch_input '{batch_input.target_name}' reads source input "
+                f"'{source}', which is not a declared input",
+                triton_message=f"unknown source input name '{source}'",
+                fix=f"Use one of the declared inputs: {', '.join(sorted(inputs)) or 'none'}.",
                 field=f"{where}.source_input",
             )
-            continue
-        for source in sources:
-            if source not in inputs:
-                yield Hit(
-                    message=f"batch_output reads source input '{source}', which is not declared",
-                    triton_message=f"unknown source input name '{source}'",
-                    fix="Use a declared input.",
-                    field=f"{where}.source_input",
-                )
-        for target in batch_output.target_name:
-            if target not in outputs:
-                yield Hit(
-                    message=f"batch_output targets '{target}', which is not a declared output",
-                    triton_message=f"unknown target output name '{target}'",
-                    fix="Target a declared output.",
-                    field=f"{where}.target_name",
-                )
-            elif target in targets:
-                yield Hit(
-                    message=f"batch_output target '{target}' is given twice",
-                    triton_message=f"target output name '{target}' can only be specified once",
-                    fix="Name each target output once.",
-                    field=f"{where}.target_name",
-                )
-            targets.add(target)
+
+
+def _batch_output_hits(batch_output: Any, where: str, inputs: set[str], outputs: set[str],
+                       targets: set[str]) -> Iterator[Hit]:
+    """One batch_output as core checks it: its kind, then its one source (core stops at
+    either), then the source's name and its targets."""
+    kind = enum_name(batch_output, "kind", batch_output.kind)
+    sources = list(batch_output.source_input)
+    if not kind:
+        yield Hit(
+            message=f"batch_output has kind {batch_output.kind}, which is not a batch "
+            "output kind",
+            triton_message=f"unknown batch output kind '{kind}'",
+            fix="Use kind: BATCH_SCATTER_WITH_INPUT_SHAPE.",
+            field=f"{where}.kind",
+        )
+        return
+    if len(sources) != 1:
+        yield Hit(
+            message=f"batch_output of kind {kind} lists {len(sources)} source inputs",
+            triton_message=f"batch output kind '{kind}' expects 1 source input, got "
+            f"{len(sources)}",
+            fix="List exactly one source_input.",
+            field=f"{where}.source_input",
+        )
+        return
+    if sources[0] not in inputs:
+        yield Hit(
+            message=f"batch_output reads source input '{sources[0]}', which is not declared",
+            triton_message=f"unknown source input name '{sources[0]}'",
+            fix="Use a declared input.",
+            field=f"{where}.source_input",
+        )
+    yield from _batch_output_target_hits(batch_output, where, outputs, targets)
+
+
+def _batch_output_target_hits(batch_output: Any, where: str, outputs: set[str],
+                              targets: set[str]) -> Iterator[Hit]:
+    """Each target is a declared output, and none is named twice across the batch outputs
+    (``targets``: those named before)."""
+    for target in batch_output.target_name:
+        if target not in outputs:
+            yield Hit(
+                message=f"batch_output targets '{target}', which is not a declared output",
+                triton_message=f"unknown target output name '{target}'",
+                fix="Target a declared output.",
+                field=f"{where}.target_name",
+            )
+        elif target in targets:
+            yield Hit(
+                message=f"batch_output target '{target}' is given twice",
+                triton_message=f"target output name '{target}' can only be specified once",
+                fix="Name each target output once.",
+                field=f"{where}.target_name",
+            )
+        targets.add(target)
 
 
 def _queue_policies(batching: Any) -> Iterator[tuple[str, Any]]:

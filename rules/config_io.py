@@ -7,18 +7,20 @@ from typing import Any
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import dims_product, dims_text
+from triton_doctor.rules._common import dims_product, dims_text, enum_name
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 WILDCARD = -1
+#: The input formats that describe an image, and so need 3 dims.
+IMAGE_FORMATS = ("FORMAT_NHWC", "FORMAT_NCHW")
 
 
-#: Backends known not to fill a declared tensor's missing data_type or dims: the Python
-#: backend without auto_complete_config (seen on the real server), ONNX Runtime (it skips
-#: auto-complete once inputs and outputs are declared), PyTorch (no auto-complete).
 #: Backends that hold the config's shapes against the model file; Python and custom backends
 #: take what they are given (a leading -1 there may mean "several images per request").
 SHAPE_CHECKING_BACKENDS = {"onnxruntime", "tensorrt", "pytorch", "openvino", "tensorflow"}
+#: Backends known not to fill a declared tensor's missing data_type or dims: the Python
+#: backend without auto_complete_config (seen on the real server), ONNX Runtime (it skips
+#: auto-complete once inputs and outputs are declared), PyTorch (no auto-complete).
 NON_COMPLETING_BACKENDS = {"python", "onnxruntime", "pytorch", "tensorflow", "openvino"}
 
 
@@ -103,7 +105,7 @@ def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
                 field=where,
             )
             continue
-        if tensor.data_type == 0:
+        if not tensor.data_type:  # TYPE_INVALID, the unset value
             yield Hit(
                 message=f"{kind} '{tensor.name}' has no data_type",
                 triton_message=_say(kind, tensor, "must specify 'data_type'", config.name),
@@ -225,7 +227,8 @@ def io_format_rank(model: ModelView, repository: RepositoryView) -> Iterator[Hit
     """
     config = model.effective
     for index, tensor in enumerate(config.input):
-        if tensor.format in (1, 2) and tensor.dims and len(tensor.dims) != 3:
+        image = enum_name(tensor, "format", tensor.format) in IMAGE_FORMATS
+        if image and tensor.dims and len(tensor.dims) != 3:
             yield Hit(
                 message=f"input '{tensor.name}' has an image format but dims "
                 f"{dims_text(tensor.dims)}",

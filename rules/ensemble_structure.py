@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from triton_doctor.findings import Hit
@@ -40,35 +41,75 @@ def _step_problems(config: Any) -> Iterator[tuple[str, str]]:
             produced.add(tensor)
 
 
+@dataclass
+class _Flow:
+    """An ensemble's tensors as its steps connect them."""
+
+    steps: list[Any]
+    #: Tensors some step reads.
+    consumed: set[str]
+    #: Tensors some step writes, with the index of that step.
+    produced: dict[str, int]
+    #: The ensemble's inputs and every tensor the steps compute from them.
+    ready: set[str]
+
+    @property
+    def tensors(self) -> set[str]:
+        return self.consumed | set(self.produced)
+
+
 def _flow_problems(config: Any) -> Iterator[tuple[str, str]]:
     """Data-flow checks: inputs used, outputs written, no dangling intermediate tensors."""
-    name = config.name
     steps = list(config.ensemble_scheduling.step)
-    consumed = {t for s in steps for t in s.input_map.values()}
-    produced = {t: i for i, s in enumerate(steps) for t in s.output_map.values()}
-    tensors = consumed | set(produced)
-    ready = _reachable(steps, {t.name for t in config.input})
+    flow = _Flow(
+        steps=steps,
+        consumed={t for s in steps for t in s.input_map.values()},
+        produced={t: i for i, s in enumerate(steps) for t in s.output_map.values()},
+        ready=_reachable(steps, {t.name for t in config.input}),
+    )
+    yield from _unused_inputs(config, flow)
+    yield from _unwritten_outputs(config, flow)
+    yield from _dangling_tensors(config, flow)
+
+
+def _unused_inputs(config: Any, flow: _Flow) -> Iterator[tuple[str, str]]:
+    tensors = flow.tensors
     for tensor in config.input:
         if tensor.name not in tensors:
-            yield f"ensemble input '{tensor.name}' for ensemble {name}' is not used", "input"
-    outputs = {t.name for t in config.output}
+            yield f"ensemble input '{tensor.name}' for ensemble {config.name}' is not used", "input"
+
+
+def _unwritten_outputs(config: Any, flow: _Flow) -> Iterator[tuple[str, str]]:
+    """Outputs no step touches, and outputs not computed from the inputs (naming the first
+    tensor on the way back that nothing produces)."""
+    tensors = flow.tensors
     walked: dict[str, str | None] = {}
     for tensor in config.output:
         if tensor.name not in tensors:
-            yield f"ensemble output '{tensor.name}' for ensemble {name}' is not used", "output"
-        elif tensor.name not in ready:
-            culprit = _first_unconnected(tensor.name, steps, produced, ready, walked)
+            yield (
+                f"ensemble output '{tensor.name}' for ensemble {config.name}' is not used",
+                "output",
+            )
+        elif tensor.name not in flow.ready:
+            culprit = _first_unconnected(tensor.name, flow.steps, flow.produced, flow.ready, walked)
             suffix = (
                 f": at least one of its depending tensors, '{culprit}', is not connected"
                 if culprit and culprit != tensor.name
                 else ""
             )
-            yield f"output '{tensor.name}' for ensemble '{name}' is not written{suffix}", "output"
-    inputs = {t.name for t in config.input}
-    for tensor in sorted(tensors - inputs - outputs):
-        if tensor not in ready or tensor not in consumed:
             yield (
-                f"ensemble tensor '{tensor}' is unused in ensemble '{name}'",
+                f"output '{tensor.name}' for ensemble '{config.name}' is not written{suffix}",
+                "output",
+            )
+
+
+def _dangling_tensors(config: Any, flow: _Flow) -> Iterator[tuple[str, str]]:
+    """Intermediate tensors not computed from the inputs, or that no step reads."""
+    boundary = {t.name for t in config.input} | {t.name for t in config.output}
+    for tensor in sorted(flow.tensors - boundary):
+        if tensor not in flow.ready or tensor not in flow.consumed:
+            yield (
+                f"ensemble tensor '{tensor}' is unused in ensemble '{config.name}'",
                 "ensemble_scheduling",
             )
 

@@ -57,57 +57,96 @@ def _backend_fields(
     has_file: Callable[[str], bool],
     has_dir: Callable[[str], bool],
 ) -> str | None:
-    guess = not config.platform and not config.default_model_filename and has_version
+    """Core's AutoCompleteBackendFields: platform, backend and default model file, from the
+    config, then the first version directory's files, then the model's name."""
     # TensorFlow: the platform decides, so infer it first.
     if not config.platform and config.backend in ("", "tensorflow"):
-        for platform, filename in TF_FILENAME.items():
-            if config.default_model_filename == filename:
-                config.platform = platform
-        if not config.default_model_filename and has_version:
-            if has_dir("model.savedmodel"):
-                config.platform = "tensorflow_savedmodel"
-            if has_file("model.graphdef"):
-                config.platform = "tensorflow_graphdef"
+        _infer_tensorflow_platform(config, has_version, has_file, has_dir)
     if config.platform in TF_FILENAME:
         config.backend = config.backend or "tensorflow"
         config.default_model_filename = (
             config.default_model_filename or TF_FILENAME[config.platform]
         )
         return None
-    # Backends whose platform, default file name, or file in the first subdirectory names them.
-    for backend, platform, filename, is_file in (
-        ("tensorrt", "tensorrt_plan", "model.plan", has_file),
-        ("onnxruntime", "onnxruntime_onnx", "model.onnx", lambda n: has_file(n) or has_dir(n)),
-        ("openvino", "", "model.xml", has_file),
-        ("pytorch", "pytorch_libtorch", "model.pt", has_file),
-        ("pytorch", "torch_aoti", "model.pt2", has_file),
-        ("pytorch", "libtorch", "", has_file),  # refused later by the platform/backend pair check
-        ("python", "", "model.py", has_file),
-    ):
-        if not config.backend and (
+    if not config.backend:
+        _infer_backend(config, has_version, has_file, has_dir)
+    if config.backend in DEFAULT_FILENAME:
+        _fill_backend_defaults(config)
+        return None
+    if not config.backend and not config.platform and not config.default_model_filename:
+        return _backend_from_model_name(config, model_name)
+    return None
+
+
+def _infer_tensorflow_platform(
+    config: Any, has_version: bool, has_file: Callable[[str], bool],
+    has_dir: Callable[[str], bool],
+) -> None:
+    """A TensorFlow platform named by the default file name, else by the first version's files
+    (a graphdef file wins over a savedmodel directory)."""
+    for platform, filename in TF_FILENAME.items():
+        if config.default_model_filename == filename:
+            config.platform = platform
+    if not config.default_model_filename and has_version:
+        if has_dir("model.savedmodel"):
+            config.platform = "tensorflow_savedmodel"
+        if has_file("model.graphdef"):
+            config.platform = "tensorflow_graphdef"
+
+
+#: (backend, platform, default file name, whether a directory of that name counts), in the
+#: order core tries them: the first whose platform, default file name or file in the first
+#: version directory matches names the backend.
+BACKEND_SIGNS = (
+    ("tensorrt", "tensorrt_plan", "model.plan", False),
+    ("onnxruntime", "onnxruntime_onnx", "model.onnx", True),
+    ("openvino", "", "model.xml", False),
+    ("pytorch", "pytorch_libtorch", "model.pt", False),
+    ("pytorch", "torch_aoti", "model.pt2", False),
+    ("pytorch", "libtorch", "", False),  # refused later by the platform/backend pair check
+    ("python", "", "model.py", False),
+)
+
+
+def _infer_backend(
+    config: Any, has_version: bool, has_file: Callable[[str], bool],
+    has_dir: Callable[[str], bool],
+) -> None:
+    """The backend (and platform) of the first sign in BACKEND_SIGNS the model shows. Files
+    are looked at only when neither a platform nor a default file name is given."""
+    guess = not config.platform and not config.default_model_filename and has_version
+    for backend, platform, filename, directory in BACKEND_SIGNS:
+        present = guess and filename and (has_file(filename) or (directory and has_dir(filename)))
+        if (
             (platform and config.platform == platform)
             or (filename and config.default_model_filename == filename)
-            or (guess and filename and is_file(filename))
+            or present
         ):
             config.backend = backend
             config.platform = config.platform or platform
-    if config.backend in DEFAULT_FILENAME:
-        config.platform = config.platform or BACKEND_PLATFORM.get(config.backend, "")
-        aoti = config.platform == "torch_aoti"
-        default = "model.pt2" if aoti else DEFAULT_FILENAME[config.backend]
-        config.default_model_filename = config.default_model_filename or default
-        return None
-    # A custom backend, named by the model directory: ``model.<backend>``.
-    if not config.backend and not config.platform and not config.default_model_filename:
-        if "." not in model_name:
-            return (
-                f"Invalid model name: Could not determine backend for model '{model_name}' "
-                "with no backend in model configuration. Expected model name of the form "
-                "'model.<backend_name>'."
-            )
-        backend = model_name.split(".", 1)[1]
-        config.backend = backend
-        config.default_model_filename = f"model.{backend}"
+            return
+
+
+def _fill_backend_defaults(config: Any) -> None:
+    """The platform and default model file a known backend implies."""
+    config.platform = config.platform or BACKEND_PLATFORM.get(config.backend, "")
+    aoti = config.platform == "torch_aoti"
+    default = "model.pt2" if aoti else DEFAULT_FILENAME[config.backend]
+    config.default_model_filename = config.default_model_filename or default
+
+
+def _backend_from_model_name(config: Any, model_name: str) -> str | None:
+    """A custom backend, named by the model directory: ``model.<backend>``; the server's error
+    for a name without a dot."""
+    if "." not in model_name:
+        return (
+            f"Invalid model name: Could not determine backend for model '{model_name}' "
+            "with no backend in model configuration. Expected model name of the form "
+            "'model.<backend_name>'."
+        )
+    backend = model_name.split(".", 1)[1]
+    config.backend = backend
+    config.default_model_filename = f"model.{backend}"
     return None
 
 

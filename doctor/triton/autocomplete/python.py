@@ -88,61 +88,70 @@ def _set_dynamic_batching(config: Any, certain: bool, filled: list[str]) -> None
 
 def _add_tensor(config: Any, kind: str, tensor: dict[str, Any], certain: bool,
                 filled: list[str]) -> None:
-    model = config.name
-    allowed = INPUT_PROPERTIES if kind == "input" else OUTPUT_PROPERTIES
+    """add_input / add_output: a tensor the config lacks is added; one it declares must agree
+    with the call (else the backend refuses), and is completed from it."""
     if certain:
-        _check_properties(kind, tensor, allowed, model)
+        allowed = INPUT_PROPERTIES if kind == "input" else OUTPUT_PROPERTIES
+        _check_properties(kind, tensor, allowed, config.name)
     elif any(key not in tensor for key in ("name", "data_type", "dims")):
         return
-    name = tensor["name"]
-    dims = tensor["dims"]
-    declared = config.input if kind == "input" else config.output
-    existing = next((entry for entry in declared if entry.name == name), None)
     data_type = _data_type(tensor["data_type"])
-    if data_type is None or not _is_dims(dims):
+    if data_type is None or not _is_dims(tensor["dims"]):
         return
+    declared = config.input if kind == "input" else config.output
+    existing = next((entry for entry in declared if entry.name == tensor["name"]), None)
     if existing is None:
-        entry = declared.add()
-        entry.name = name
-        entry.data_type = data_type
-        entry.dims.extend(dims)
-        if kind == "input" and isinstance(tensor.get("optional"), bool):
-            entry.optional = tensor["optional"]
-        filled.append(f"{kind} {name}: {tensor['data_type']} {list(dims)}")
-        return
-    declared_type = model_config.data_type_name(existing.data_type)
+        existing = declared.add()
+        existing.name = tensor["name"]
+    else:
+        conflict = _conflict(config.name, kind, existing, tensor, data_type)
+        if conflict is not None:
+            if certain:
+                raise conflict
+            return
+    _fill(existing, kind, tensor, data_type, filled)
+
+
+def _conflict(model: str, kind: str, existing: Any, tensor: dict[str, Any],
+              data_type: int) -> _Refused | None:
+    """The backend's refusal when the config declares the tensor otherwise, checked in its
+    order: data type, dims, then (inputs) optional."""
+    name, dims = tensor["name"], tensor["dims"]
     if existing.data_type and existing.data_type != data_type:
-        if certain:
-            raise _Refused(
-                f"unable to load model '{model}', configuration expects datatype "
-                f"{declared_type} for {kind} '{name}', model provides {tensor['data_type']}",
-                f"{kind}",
-            )
-        return
+        declared_type = model_config.data_type_name(existing.data_type)
+        return _Refused(
+            f"unable to load model '{model}', configuration expects datatype "
+            f"{declared_type} for {kind} '{name}', model provides {tensor['data_type']}",
+            kind,
+        )
     if existing.dims and list(existing.dims) != list(dims):
-        if certain:
-            raise _Refused(
-                f"model '{model}', tensor '{name}': the model expects dims {list(dims)} but "
-                f"the model configuration specifies dims {list(existing.dims)}",
-                f"{kind}",
-            )
-        return
+        return _Refused(
+            f"model '{model}', tensor '{name}': the model expects dims {list(dims)} but "
+            f"the model configuration specifies dims {list(existing.dims)}",
+            kind,
+        )
     if kind == "input" and "optional" in tensor and existing.optional != tensor["optional"]:
-        if certain:
-            raise _Refused(
-                f"model '{model}', tensor '{name}': the model expects optional "
-                f"{tensor['optional']} but the model configuration specifies optional "
-                f"{existing.optional}",
-                "input",
-            )
-        return
-    if not existing.data_type or not existing.dims:
-        filled.append(f"{kind} {name}: {tensor['data_type']} {list(dims)}")
-    existing.data_type = data_type
-    del existing.dims[:]
-    existing.dims.extend(dims)
+        return _Refused(
+            f"model '{model}', tensor '{name}': the model expects optional "
+            f"{tensor['optional']} but the model configuration specifies optional "
+            f"{existing.optional}",
+            "input",
+        )
+    return None
+
+
+def _fill(entry: Any, kind: str, tensor: dict[str, Any], data_type: int,
+          filled: list[str]) -> None:
+    """Write the call's data type, dims and (inputs) optional flag into the config's entry,
+    noting it as filled when the entry lacked a data type or dims."""
+    dims = tensor["dims"]
+    if not entry.data_type or not entry.dims:
+        filled.append(f"{kind} {tensor['name']}: {tensor['data_type']} {list(dims)}")
+    entry.data_type = data_type
+    del entry.dims[:]
+    entry.dims.extend(dims)
     if kind == "input" and isinstance(tensor.get("optional"), bool):
-        existing.optional = tensor["optional"]
+        entry.optional = tensor["optional"]
 
 
 def _check_properties(kind: str, tensor: dict[str, Any], allowed: tuple[str, ...],
