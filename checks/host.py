@@ -42,12 +42,37 @@ def collect_host(server_pids: list[int] | None = None) -> HostEvidence:
     read as "no shared memory at all". Processes that cannot be inspected (permissions, too
     many) only make ``owners_complete`` False.
     """
+    psutil = _import_psutil()
+    usage, stats = _read_shm()
+    processes, listed_all = _processes(psutil)
+    owners, read_all = _owners(stats, processes)
+    pids = (
+        list(server_pids) if server_pids is not None
+        else sorted(pid for pid, command in processes.items() if _is_server(command))
+    )
+    return HostEvidence(
+        dev_shm_total_bytes=usage.f_blocks * usage.f_frsize,
+        dev_shm_used_bytes=(usage.f_blocks - usage.f_bfree) * usage.f_frsize,
+        segments=_segments(stats, owners, _stub_regions(processes)),
+        owners_complete=listed_all and read_all,
+        server_pids=pids,
+        server_rss_bytes=_rss(psutil, pids),
+        server_started_at=_started_at(psutil, pids),
+    )
+
+
+def _import_psutil() -> Any:
     try:
         import psutil
     except ImportError:
         raise SourceUnavailable(
             "host: the psutil package is not installed (pip install psutil)"
         ) from None
+    return psutil
+
+
+def _read_shm() -> tuple[os.statvfs_result, dict[str, os.stat_result]]:
+    """/dev/shm's file-system usage and its regular files' stats, by name."""
     if not SHM_DIR.is_dir():
         raise SourceUnavailable(
             f"host: {SHM_DIR} does not exist on this machine (it is Linux's POSIX shared-memory "
@@ -61,30 +86,43 @@ def collect_host(server_pids: list[int] | None = None) -> HostEvidence:
                      for entry in listing if entry.is_file(follow_symlinks=False)}
     except OSError as error:
         raise SourceUnavailable(f"host: cannot read {SHM_DIR}: {error.strerror}.") from None
-    evidence = HostEvidence(
-        dev_shm_total_bytes=usage.f_blocks * usage.f_frsize,
-        dev_shm_used_bytes=(usage.f_blocks - usage.f_bfree) * usage.f_frsize,
-    )
-    processes, evidence.owners_complete = _processes(psutil)
-    files = {(stat.st_dev, stat.st_ino): name for name, stat in stats.items()}
+    return usage, stats
+
+
+def _owners(stats: dict[str, os.stat_result],
+            processes: dict[int, list[str]]) -> tuple[dict[str, set[int]], bool]:
+    """The processes that map or hold open each /dev/shm file; and whether every process
+    could be read (False when one was not ours to inspect)."""
     owners: dict[str, set[int]] = {name: set() for name in stats}
-    if files:
-        device = os.stat(SHM_DIR).st_dev
-        for pid in processes:
-            try:
-                held = _held_files(pid, device)
-            except PermissionError:
-                evidence.owners_complete = False
-                continue
-            except OSError:  # the process ended while it was read
-                continue
-            for file_id in held & files.keys():
-                owners[files[file_id]].add(pid)
-    stub_regions = {
+    files = {(stat.st_dev, stat.st_ino): name for name, stat in stats.items()}
+    if not files:
+        return owners, True
+    complete = True
+    device = os.stat(SHM_DIR).st_dev
+    for pid in processes:
+        try:
+            held = _held_files(pid, device)
+        except PermissionError:
+            complete = False
+            continue
+        except OSError:  # the process ended while it was read
+            continue
+        for file_id in held & files.keys():
+            owners[files[file_id]].add(pid)
+    return owners, complete
+
+
+def _stub_regions(processes: dict[int, list[str]]) -> set[str]:
+    """The regions the running Python backend stubs name on their command lines."""
+    return {
         command[2] for command in processes.values()
         if len(command) > 2 and Path(command[0]).name == STUB
     }
-    evidence.segments = [
+
+
+def _segments(stats: dict[str, os.stat_result], owners: dict[str, set[int]],
+              stub_regions: set[str]) -> list[ShmSegment]:
+    return [
         ShmSegment(
             name=name,
             size_bytes=stats[name].st_size,
@@ -93,15 +131,15 @@ def collect_host(server_pids: list[int] | None = None) -> HostEvidence:
         )
         for name in sorted(stats)
     ]
-    evidence.server_pids = (
-        list(server_pids) if server_pids is not None
-        else sorted(pid for pid, command in processes.items() if _is_server(command))
-    )
-    evidence.server_rss_bytes = _rss(psutil, evidence.server_pids)
-    if len(evidence.server_pids) == 1:
-        with contextlib.suppress(psutil.Error):
-            evidence.server_started_at = psutil.Process(evidence.server_pids[0]).create_time()
-    return evidence
+
+
+def _started_at(psutil: Any, pids: list[int]) -> float | None:
+    """The server's start time when there is exactly one server process."""
+    if len(pids) != 1:
+        return None
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pids[0]).create_time()
+    return None
 
 
 def listening_servers(port: int) -> list[int] | None:
