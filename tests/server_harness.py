@@ -4,7 +4,7 @@ The wheel carries a working Triton Inference Server (2.51.0) with the Python bac
 on a CPU-only machine, which makes it the oracle for triton-doctor: whatever the real server
 refuses, the linter should refuse too, in the server's own words.
 
-Why the details below matter (see docs in shared/research/real-server.md, sections 3 and 10):
+Why the details below matter:
 
 * ``pytriton`` is never imported: installed with ``--no-deps`` its import fails, and only its
   files are needed. It is located with :func:`importlib.util.find_spec`.

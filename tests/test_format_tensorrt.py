@@ -27,7 +27,7 @@ def facts_of(found: ModelFile) -> PlanFacts:
     return found.tensorrt
 
 
-# (version, cc, SMs, container, serialization version): the releases in research §1.2/§1.6.
+# (version, cc, SMs, container, serialization version) of real plans, TensorRT 7.0 to 10.6.
 RELEASES = [
     ((7, 0, 0, 11), (6, 1), 16, "ptrt", None),
     ((7, 1, 3, 0), (7, 2), 8, "ptrt", None),

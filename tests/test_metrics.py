@@ -31,7 +31,7 @@ input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
 """
-#: What tritonserver 2.51 prints on CPU by default (shared/research/real-server.md, 5.3).
+#: What tritonserver 2.51 prints on CPU by default.
 CPU_FAMILIES = {
     "nv_inference_request_success", "nv_inference_request_failure", "nv_inference_count",
     "nv_inference_exec_count", "nv_inference_request_duration_us",

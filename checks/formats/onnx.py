@@ -5,8 +5,7 @@ memory. Here the file is walked field by field, read a page at a time where the 
 (not memory-mapped: a map of a file truncated meanwhile kills the process with SIGBUS);
 length-delimited fields we do not need (nodes, tensor payloads, doc strings) are stepped over by
 their length, so their pages are never read and the cost does not grow with the weights. The
-``onnx`` package is not imported. Field numbers are those of onnx/onnx.proto (see research
-notes, formats section 2).
+``onnx`` package is not imported. Field numbers are those of onnx/onnx.proto.
 """
 
 from __future__ import annotations

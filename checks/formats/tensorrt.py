@@ -2,8 +2,8 @@
 
 NVIDIA documents no way to ask a plan which TensorRT version and GPU it was built for, yet
 a mismatch with the server is the most common reason a plan fails to load. The layout used
-here was inferred from real plans (TensorRT 7.0 to 10.6; see the research notes), so every
-field is a best effort: whatever does not decode is left unknown ("" or None), never guessed.
+here was inferred from real plans (TensorRT 7.0 to 10.6), so every field is a best effort:
+whatever does not decode is left unknown ("" or None), never guessed.
 
 Layout, as observed:
 
