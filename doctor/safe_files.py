@@ -39,7 +39,6 @@ class FileTooLarge(OSError):
     def __init__(self, size: int, cap: int) -> None:
         super().__init__(f"{size / 2**20:.1f} MiB, over the {_mib(cap)} read from such a file")
         self.size = size
-        self.cap = cap
 
 
 def kind_of(mode: int) -> str:
