@@ -5,12 +5,16 @@ interactions between rules (one rule suppressing or shadowing another) show up h
 optional ``args`` file holds extra ``triton-doctor check`` arguments for both runs.
 
 A few failing repositories cannot live in git (symbolic link loops, unreadable directories,
-binary or directory config.pbtxt): BUILDERS adds those parts to a copy of the committed
-directory, and the fixture's README.md says what is added.
+binary or directory config.pbtxt): the rule's ``build.py`` adds those parts to a copy of the
+committed ``fail/``, and the fixture's README.md says what is added.
+
+Each ``fail/`` pins its rule's findings in ``findings.txt`` (see tests/pinned_findings.py).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import os
 import shlex
 import shutil
@@ -27,41 +31,26 @@ from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.registry import Rule
 
-from fixtures.generate.hostile_models import onnx_with_inputs
+from tests.pinned_findings import NAME, assert_pinned, render
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "rules"
 RULES = all_rules()
 
 
-def _build_td111(repo: Path) -> None:
-    """Model directories the server cannot list: a link loop, a dangling link, no permission."""
-    (repo / "looped_model").symlink_to("looped_model")
-    (repo / "moved_model").symlink_to("../moved_model")
-    locked = repo / "locked_model"
-    (locked / "1").mkdir(parents=True)
-    locked.chmod(0)  # still readable when the tests run as root; the links fail regardless
+@functools.cache
+def _builder(rule_id: str, kind: str) -> Callable[[Path], None] | None:
+    """``build(repo)`` from fixtures/rules/<ID>/build.py, which adds to a copy of ``fail/`` what
+    git cannot hold; None for a fixture committed whole. Our own test code, loaded by path."""
+    path = FIXTURES / rule_id / "build.py"
+    if kind != "fail" or not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"build_{rule_id}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    build: Callable[[Path], None] = module.build
+    return build
 
-
-def _build_td204(repo: Path) -> None:
-    """A binary config.pbtxt and a config.pbtxt that is a directory."""
-    binary = b"\x0a\x11weights_as_config\x12\x0bonnxruntime\x00\x00\x80\x3f\xff\xfe"
-    (repo / "weights_as_config" / "config.pbtxt").write_bytes(binary)
-    (repo / "config_is_dir" / "config.pbtxt").mkdir()
-
-
-def _build_td114(repo: Path) -> None:
-    """An ONNX graph of 100,001 inputs, one over the reader's budget."""
-    version = repo / "graph_bomb" / "1"
-    version.mkdir()
-    (version / "model.onnx").write_bytes(onnx_with_inputs(100_001))
-
-
-#: (rule id, fixture kind) -> what to add to a copy of the committed directory.
-BUILDERS: dict[tuple[str, str], Callable[[Path], None]] = {
-    ("TD111", "fail"): _build_td111,
-    ("TD114", "fail"): _build_td114,
-    ("TD204", "fail"): _build_td204,
-}
 
 def _params() -> list[object]:
     return [pytest.param(r, id=r.id) for r in RULES]
@@ -78,14 +67,17 @@ def workdir(tmp_path: Path) -> Iterator[Path]:
                 os.chmod(path, 0o755)
 
 
+def _location(rule_id: str, kind: str, workdir: Path) -> Path:
+    """Where the fixture is judged: its committed directory, or the copy its build.py adds to."""
+    return workdir / kind if _builder(rule_id, kind) else FIXTURES / rule_id / kind
+
+
 def _repository(rule_id: str, kind: str, workdir: Path) -> Path:
-    source = FIXTURES / rule_id / kind
-    builder = BUILDERS.get((rule_id, kind))
-    if builder is None:
-        return source
-    repo = workdir / kind
-    shutil.copytree(source, repo, symlinks=True)
-    builder(repo)
+    repo = _location(rule_id, kind, workdir)
+    build = _builder(rule_id, kind)
+    if build is not None:
+        shutil.copytree(FIXTURES / rule_id / kind, repo, symlinks=True)
+        build(repo)
     return repo
 
 
@@ -149,6 +141,16 @@ def test_pass_fixture_is_clean_under_every_rule(candidate: Rule, workdir: Path) 
     assert not findings, "\n".join(f"{f.rule} {f.model}: {f.message}" for f in findings)
 
 
+@pytest.mark.parametrize("candidate", _params())
+def test_fail_fixture_findings_are_pinned(candidate: Rule, workdir: Path) -> None:
+    """What the rule says on fail/ (message, line, field, fix, the server's words) is what its
+    findings.txt holds: firing with other words fails here."""
+    findings = _findings(candidate.id, "fail", workdir)
+    repository = _location(candidate.id, "fail", workdir)
+    text = render(candidate.id, findings, repository)
+    assert_pinned(FIXTURES / candidate.id / "fail" / NAME, text)
+
+
 def test_every_rule_has_fixtures() -> None:
     """A new rule without fixtures, or fixtures of a renamed rule, fail here."""
     ids = {r.id for r in RULES}
@@ -160,7 +162,7 @@ def test_every_rule_has_fixtures() -> None:
     ]
     orphans = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and p.name not in ids)
     undocumented = sorted(
-        rule_id for rule_id, _ in BUILDERS if not (FIXTURES / rule_id / "README.md").is_file()
+        p.parent.name for p in FIXTURES.glob("*/build.py") if not (p.parent / "README.md").is_file()
     )
     assert not missing, f"rules without fixture directories: {missing}"
     assert not orphans, f"fixtures for no registered rule: {orphans}"
