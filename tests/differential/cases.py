@@ -9,14 +9,20 @@ never about a missing backend.
 case. The tests assert it first, so a server that changes its words (or starts accepting the
 case) shows up as a failure of the oracle, not as a mysterious linter failure.
 
+A broken case that a rule's failing fixture (fixtures/rules/<ID>/fail/) already shows is taken
+from that fixture (:func:`from_fixture`), so the server confirms the fixture's failure; only
+what no fixture covers is written here.
+
 Never add a Python model without its ``model.py``: the server then hangs in LOADING forever.
 Nor a case that can crash the server: see :data:`CRASHES_SERVER`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 MODEL_PY = '''\
 import numpy as np
@@ -183,6 +189,32 @@ GOOD_CASES: list[Case] = [
 ]
 
 
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
+
+
+def from_fixture(rule_id: str, model: str, what: str, expect: str) -> Case:
+    """Model ``model`` of fixtures/rules/<rule_id>/fail/ as a broken case.
+
+    Fixtures reuse model names and the cases share one repository, so the case is named
+    ``<rule_id>_<model>`` (lower case), and its config's ``name`` follows the directory.
+    """
+    source = FIXTURES / rule_id / "fail" / model
+    name = f"{rule_id.lower()}_{model}"
+    files: dict[str, str] = {}
+    for path in sorted(source.rglob("*")):
+        relative = f"{name}/{path.relative_to(source).as_posix()}"
+        if path.is_dir() and not any(path.iterdir()):
+            files[f"{relative}/"] = ""
+        elif path.is_file():
+            files[relative] = path.read_text(encoding="utf-8")
+    config_file = f"{name}/config.pbtxt"
+    if config_file in files:
+        renamed = re.sub(f'^name: "{model}"$', f'name: "{name}"', files[config_file], count=1,
+                         flags=re.MULTILINE)
+        files[config_file] = renamed
+    return Case(name, files, what, expect)
+
+
 def variant(
     name: str,
     what: str,
@@ -211,11 +243,6 @@ sequence_batching {
     { name: "CTRL" control [ { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] },
     { name: "CTRL" control [ { kind: CONTROL_SEQUENCE_READY int32_false_true: [ 0, 1 ] } ] }
   ]
-}"""
-
-SEQ_CONTROL_NO_VALUES = """\
-sequence_batching {
-  control_input [ { name: "START" control [ { kind: CONTROL_SEQUENCE_START } ] } ]
 }"""
 
 WARMUP_NO_SOURCE = """\
@@ -291,17 +318,17 @@ BROKEN_CASES: list[Case] = [
         'Unknown enumeration value of "TYPE_FLOAT32" for field "data_type"',
         inputs=io("input", 'name: "INPUT0" data_type: TYPE_FLOAT32 dims: [ 4 ]'),
     ),
-    variant(
-        "wire_dtype",
+    from_fixture(
+        "TD203",
+        "tokenizer",
         "wire dtype FP32 instead of the enum TYPE_FP32",
         'Unknown enumeration value of "FP32" for field "data_type"',
-        inputs=io("input", 'name: "INPUT0" data_type: FP32 dims: [ 4 ]'),
     ),
-    variant(
-        "template_mbs",
-        "unrendered template placeholder in max_batch_size",
+    from_fixture(
+        "TD202",
+        "preprocessing",
+        "unrendered template placeholders in max_batch_size and a parameter",
         "Expected integer, got: $",
-        max_batch_size="${mbs}",
     ),
     variant(
         "unknown_field",
@@ -309,11 +336,11 @@ BROKEN_CASES: list[Case] = [
         'Message type "inference.ModelDynamicBatching" has no field named "max_queue_delay_ms"',
         extra="dynamic_batching { max_queue_delay_ms: 100 }",
     ),
-    variant(
-        "negative_mbs",
+    from_fixture(
+        "TD208",
+        "postprocess",
         "max_batch_size -1",
         "'max_batch_size' must be non-negative value",
-        max_batch_size="-1",
     ),
     variant(
         "preferred_gt_max",
@@ -353,12 +380,12 @@ BROKEN_CASES: list[Case] = [
         "sequence batching control tensor 'CTRL' is specified for multiple control kinds",
         extra=SEQ_CONTROL_REUSED,
     ),
-    variant(
-        "seq_control_no_values",
+    from_fixture(
+        "TD223",
+        "stateful_counter",
         "CONTROL_SEQUENCE_START without int32_false_true (or fp32/bool)",
         "sequence batching must specify either 'int32_false_true', 'fp32_false_true' or "
         "'bool_false_true' for CONTROL_SEQUENCE_START",
-        extra=SEQ_CONTROL_NO_VALUES,
     ),
     variant(
         "platform_onnx",
@@ -388,12 +415,12 @@ BROKEN_CASES: list[Case] = [
         instances="",
         versions=(),
     ),
-    variant(
-        "cache_decoupled",
+    from_fixture(
+        "TD241",
+        "llm_stream",
         "response_cache enabled on a decoupled model",
-        "Response Cache does not currently support model cache_decoupled with 'decoupled' "
+        "Response Cache does not currently support model td241_llm_stream with 'decoupled' "
         "transaction policy. Please disable the response cache.",
-        extra="response_cache { enable: true }\nmodel_transaction_policy { decoupled: true }",
     ),
     Case(
         "empty_directory",
@@ -403,7 +430,7 @@ BROKEN_CASES: list[Case] = [
         "configuration. Expected model name of the form 'model.<backend_name>'.",
     ),
     # Version layout: reported in the load answer.
-    variant("no_version_dir", "no version directory at all", NO_VERSION, versions=()),
+    from_fixture("TD104", "text_cleaner", "no version directory at all", NO_VERSION),
     variant("only_v1_dir", "only a version directory named 'v1'", NO_VERSION, versions=("v1",)),
     variant(
         "policy_specific_missing",
@@ -658,25 +685,16 @@ BROKEN_CASES: list[Case] = [
     ),
     # Parameters, environment and runtime of the Python model (TD245, TD246, TD113): load
     # time, in the load answer.
-    variant(
-        "batch_strategy_sequence",
+    from_fixture(
+        "TD245",
+        "tracker",
         "TRITON_BATCH_STRATEGY_PATH together with sequence_batching",
         "TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher, using default "
         "batching strategy",
-        extra=parameter("TRITON_BATCH_STRATEGY_PATH", "libbatch.so") + "\nsequence_batching { }",
     ),
-    Case(
-        "python_env_no_activate",
-        {
-            **python_model(
-                "python_env_no_activate",
-                config(
-                    "python_env_no_activate",
-                    extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env"),
-                ),
-            ),
-            "python_env_no_activate/env/lib/README": "no bin/activate here\n",
-        },
+    from_fixture(
+        "TD246",
+        "tokenizer",
         "EXECUTION_ENV_PATH names env/, which exists but has no bin/activate",
         "env/bin/activate does not exist. The Python environment should contain an 'activate' "
         "script.",
@@ -936,12 +954,8 @@ ACCEPTED_SILENTLY: list[Case] = [
         "",
         instances=RATE_LIMITED_TWICE,
     ),
-    variant(
-        "dynamic_batching_mbs0",
-        "dynamic_batching on a model with max_batch_size 0",
-        "",
-        max_batch_size="0",
-        extra="dynamic_batching { }",
+    from_fixture(
+        "TD226", "postprocess", "dynamic_batching on a model with max_batch_size 0", ""
     ),
     variant(
         "duplicate_output",
@@ -1072,8 +1086,9 @@ answer, after ``Invalid argument: `` or ``Internal: ``).
   reason is logged: in 1 of 50 one-model runs, 1 of 7 runs loading the ten one at a time,
   2 of 3 runs loading them 8 at a time, and both runs loading 16 or 24 copies of one of them
   8 at a time. The same state with a valid ``initial_state`` loads READY
-  (``good_sequence_state*``); ``batch_strategy_sequence``, also refused after the instances
-  exist, never crashed it (64 loads, 8 at a time).
+  (``good_sequence_state*``); TRITON_BATCH_STRATEGY_PATH with a sequence batcher
+  (``td245_tracker``), also refused after the instances exist, never crashed it (64 loads of
+  an inline equivalent, 8 at a time).
 * ``warmup_batch_too_big`` (TD243): the warmup requests are really sent and refused, and the
   instance torn down after them (``ConstructAndInitializeInstance`` -> ``~TritonModelInstance``
   -> ``StopBackendThread``) often crashes: in 5 of 12 runs of this module, and in both runs
@@ -1375,7 +1390,6 @@ AUTO_COMPLETED_ENSEMBLES: list[Case] = [
     ),
 ]
 
-UNKNOWN_INPUT_PY = MODEL_PY.replace('(request, "INPUT0")', '(request, "input0")')
 UNKNOWN_OUTPUT_PY = MODEL_PY.replace('Tensor("OUTPUT0"', 'Tensor("OUTPUT1"')
 
 
@@ -1394,13 +1408,11 @@ class InferenceProbe:
 
 TENSOR_NAME_PROBES: list[InferenceProbe] = [
     InferenceProbe(
-        Case(
-            "names_input_unknown",
-            {
-                "names_input_unknown/1/model.py": UNKNOWN_INPUT_PY,
-                "names_input_unknown/config.pbtxt": config("names_input_unknown"),
-            },
-            "model.py reads input 'input0'; the config's input is INPUT0",
+        from_fixture(
+            "TD310",
+            "postprocess",
+            "model.py reads input 'input0' and returns 'output0'; the config's are INPUT0, OUTPUT0",
+            "",
         ),
         error="AttributeError: 'NoneType' object has no attribute 'as_numpy'",
         warns=True,
