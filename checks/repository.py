@@ -116,7 +116,8 @@ def _read_model_files(model: ModelDir, subdir_paths: list[str]) -> None:
     model's file is parsed with ``ast``; ``subdir_paths`` are the real paths of
     ``model.subdirs``.
     """
-    parsed = model_config.parsed(model.config) if model.config.present else None
+    parsed = (model_config.parsed(model.config) if model.config.present
+              else model_config.new_config())
     config, _ = normalize.complete(
         parsed if parsed is not None else model_config.new_config(), model.name, model)
     if config.backend == "python":
