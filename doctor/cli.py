@@ -1,37 +1,17 @@
-"""The ``triton-doctor`` command line. Exit codes are an API (see README)."""
+"""The ``triton-doctor`` command line: its arguments, and which command runs them (the bodies
+are in commands.py; exit codes are an API, see README)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
-import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import NoReturn
 
-from triton_doctor import __version__
-from triton_doctor.catalogue import all_rules, describe, find_rule, select_rules
-from triton_doctor.engine import Result, run
-from triton_doctor.evidence import CheckOptions, Evidence
-from triton_doctor.findings import Severity
+from triton_doctor import __version__, commands
 from triton_doctor.flag_types import count, seconds
-from triton_doctor.printable import display_name, printable
-from triton_doctor.settings import Settings, load_settings
+from triton_doctor.invocation import Invocation
+from triton_doctor.printable import printable
 from triton_doctor.triton import model_config, profiles
-
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
-
-
-def _say(message: object) -> None:
-    """A message on stderr; what it quotes from outside (paths, server replies, reasons)
-    is escaped so that it cannot drive the terminal or pass for another line."""
-    print(f"triton-doctor: {printable(str(message))}", file=sys.stderr)
-
-
-def _split(values: Sequence[str] | None) -> list[str]:
-    return [key.strip() for value in values or [] for key in value.split(",") if key.strip()]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,9 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Find what Triton Inference Server would refuse or do badly, and the fix.",
     )
     parser.add_argument("--version", action="version", version=f"triton-doctor {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    subcommands = parser.add_subparsers(dest="command", required=True)
 
-    check = commands.add_parser(
+    check = subcommands.add_parser(
         "check", help="check a model repository offline, a running server, or both"
     )
     check.add_argument("repository", nargs="?", help="path to the model repository")
@@ -105,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="browse the findings in a terminal UI (Enter: a model, /: filter, q: quit)",
     )
 
-    watch = commands.add_parser(
+    watch = subcommands.add_parser(
         "watch", help="a live terminal UI: the rules judged against a running server, again "
         "and again",
         description="Poll a running tritonserver (and its metrics, GPUs, container, /dev/shm "
@@ -130,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     # What the server does on its own: it says whether it auto-completes and which configs.
     watch.set_defaults(disable_auto_complete_config=None, model_config_name=None)
 
-    snapshot = commands.add_parser(
+    snapshot = subcommands.add_parser(
         "snapshot", help="save a running server's Evidence (and a repository's) to a file",
         description="Collect what check --url collects and write it as JSON, to judge later "
         "with `check --snapshot FILE` (post-mortems, sharing with a colleague). Credentials "
@@ -139,11 +119,12 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("repository", nargs="?", help="path to the model repository")
     snapshot.add_argument("-o", "--output", required=True, metavar="FILE")
     _add_live_options(snapshot, required=True)
-    # Evidence as it is: the target is chosen when the snapshot is judged.
+    # Evidence as it is: the target is chosen when the snapshot is judged. The settings file
+    # is the one found from the repository.
     snapshot.set_defaults(triton_version=None, gpu=None, disable_auto_complete_config=False,
-                          model_config_name=None, snapshot=None)
+                          model_config_name=None, snapshot=None, config=None)
 
-    config = commands.add_parser(
+    config = subcommands.add_parser(
         "config",
         help="print the configuration the server would run for one model directory",
         description="Print, in config.pbtxt format, the configuration tritonserver would run "
@@ -162,10 +143,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_target_options(config)
 
-    rules = commands.add_parser("rules", help="list the rules")
+    rules = subcommands.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text")
 
-    explain = commands.add_parser("explain", help="print one rule's documentation")
+    explain = subcommands.add_parser("explain", help="print one rule's documentation")
     explain.add_argument("rule", help="rule id (TD201) or name (config-syntax)")
     return parser
 
@@ -206,282 +187,23 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
-def target_options(args: argparse.Namespace, triton_version: str | None, gpu: str | None,
-                    backends: list[str], strict: bool) -> CheckOptions:
-    """CheckOptions from flags and settings; raises ProfileError for an unknown target."""
-    version = args.triton_version or triton_version or ""
-    profiles.find_release(version)
-    target_gpu = args.gpu or gpu
-    return CheckOptions(
-        disable_auto_complete_config=strict,
-        triton_version=version,
-        gpu_compute_capability=profiles.compute_capability(target_gpu) if target_gpu else "",
-        extra_backends=backends,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if args.command == "check":
-            return _check(args)
         if args.command == "rules":
-            return _rules(args)
-        if args.command == "config":
-            return _config(args)
-        if args.command == "snapshot":
-            return _snapshot(args)
-        if args.command == "watch":
-            return _watch(args)
-        return _explain(args)
+            return commands.rules(args.format)
+        if args.command == "explain":
+            return commands.explain(args.rule)
+        try:
+            invocation = Invocation.from_args(args)
+        except ValueError as error:  # SettingsError, ProfileError, UsageError
+            commands.say(error)
+            return commands.EXIT_USAGE
+        run = {"check": commands.check, "watch": commands.watch,
+               "snapshot": commands.snapshot, "config": commands.config}[args.command]
+        return run(invocation)
     except model_config.SchemaUnavailable as error:
-        _say(error)
-        return EXIT_USAGE
+        commands.say(error)
+        return commands.EXIT_USAGE
     except BrokenPipeError:
-        return EXIT_OK
-
-
-class _Stop(Exception):
-    """End the command with an exit code and a message on stderr."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-
-
-def _check(args: argparse.Namespace) -> int:
-    try:
-        settings = load_settings(args.config, Path(args.repository or ".").absolute())
-        select = _split(args.select) or settings.select
-        rules = select_rules(select, [*settings.ignore, *_split(args.ignore)])
-        evidence = _gather(args, settings)
-    except ValueError as error:  # SettingsError too
-        _say(error)
-        return EXIT_USAGE
-    except _Stop as stop:
-        _say(stop)
-        return stop.code
-    def judge(evidence: Evidence) -> Result:
-        return run(evidence, rules, settings.waivers, settings.source or "settings")
-
-    if args.tui:
-        from triton_doctor.tui.launch import browse
-
-        try:
-            result = browse(evidence, judge, args,
-                            args.model_config_name or settings.model_config_name)
-        except ValueError as error:
-            _say(error)
-            return EXIT_USAGE
-    else:
-        result = judge(evidence)
-    for skipped in result.skipped:
-        if skipped.internal:
-            _say(f"{skipped.rule} on {skipped.model or 'the repository'}: {skipped.reason}")
-    code = _exit_code(result, Severity.parse(args.fail_on or settings.fail_on), args.exit_zero)
-    if args.tui:
-        return code
-    if args.format == "json":
-        from triton_doctor.report import json_report
-
-        sys.stdout.write(json_report.render(result, _target(args, evidence, settings), code))
-    elif args.format == "sarif":
-        from triton_doctor.report import sarif
-
-        sys.stdout.write(sarif.render(result, list(rules), os.getcwd()))
-    else:
-        from triton_doctor.report import text
-
-        colour = args.color == "always" or (
-            args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ
-        )
-        sys.stdout.write(text.render(
-            result, colour=colour,
-            repository=evidence.repository.path if evidence.repository else None,
-            settings=settings.source))
-    return code
-
-
-def _target(args: argparse.Namespace, evidence: Evidence, settings: Settings) -> dict[str, str]:
-    target = {}
-    if settings.source:
-        target["settings"] = settings.source
-    if evidence.repository is not None:
-        target["repository"] = evidence.repository.path
-    if evidence.server is not None:
-        target["server"] = evidence.server.url
-    if args.snapshot:
-        target["snapshot"] = args.snapshot
-    return target
-
-
-def _gather(args: argparse.Namespace, settings: Settings, live: bool = True) -> Evidence:
-    """The Evidence to judge: a snapshot, or a repository and/or a live server (read here
-    unless not ``live``: ``watch`` polls it itself)."""
-    from triton_doctor import snapshot
-    from triton_doctor.checks.repository import TargetError, collect_repository
-
-    strict = args.disable_auto_complete_config or settings.disable_auto_complete_config
-    options = target_options(args, settings.triton_version, settings.gpu, settings.backends,
-                             strict)
-    options.thresholds = settings.thresholds
-    if args.snapshot:
-        if args.repository or args.url:
-            raise _Stop(EXIT_USAGE, "--snapshot judges a saved snapshot; give it alone")
-        evidence = snapshot.read(args.snapshot)
-        evidence.options = _merged(evidence.options, options, args, settings)
-        try:
-            profiles.find_release(evidence.options.triton_version)
-        except profiles.ProfileError as error:
-            raise _Stop(EXIT_USAGE, f"{args.snapshot}: the snapshot's "
-                        f"evidence.options.triton_version: {error}; or judge it with "
-                        "--triton-version RELEASE") from None
-        return evidence
-    if not args.repository and not args.url:
-        raise _Stop(EXIT_USAGE, "give a model repository, --url URL of a running server, or "
-                    "--snapshot FILE")
-    repository = None
-    if args.repository:
-        config_name = args.model_config_name or settings.model_config_name
-        try:
-            repository = collect_repository(args.repository, config_name)
-        except TargetError as error:
-            raise _Stop(EXIT_USAGE, str(error)) from None
-    evidence = Evidence(repository=repository, options=options)
-    if args.url and live:
-        from triton_doctor.checks.live import LiveRequest, Unreachable, collect_live
-
-        request = LiveRequest(args.url, args.metrics_url, args.window, args.timeout, args.log,
-                              args.container)
-        try:
-            collect_live(evidence, request)
-        except Unreachable as error:
-            raise _Stop(EXIT_UNREACHABLE, str(error)) from None
-        _target_from_live(evidence, args, settings)
-    return evidence
-
-
-def _merged(saved: CheckOptions, given: CheckOptions, args: argparse.Namespace,
-            settings: Settings) -> CheckOptions:
-    """A snapshot keeps the target it was taken with, unless this command names another."""
-    if args.triton_version or settings.triton_version:
-        saved.triton_version = given.triton_version
-    if args.gpu or settings.gpu:
-        saved.gpu_compute_capability = given.gpu_compute_capability
-    saved.thresholds = given.thresholds or saved.thresholds
-    saved.extra_backends = given.extra_backends or saved.extra_backends
-    return saved
-
-
-def _target_from_live(evidence: Evidence, args: argparse.Namespace, settings: Settings) -> None:
-    """The running server names the release, and NVML the GPU, unless the user did."""
-    options = evidence.options
-    if not (args.triton_version or settings.triton_version) and evidence.server:
-        # A release newer than the table is judged against the newest known.
-        with contextlib.suppress(profiles.ProfileError):
-            options.triton_version = profiles.find_release(evidence.server.version).container
-    if not (args.gpu or settings.gpu) and evidence.gpu and evidence.gpu.devices:
-        options.gpu_compute_capability = evidence.gpu.devices[0].compute_capability
-
-
-def _snapshot(args: argparse.Namespace) -> int:
-    from triton_doctor import snapshot
-
-    try:
-        settings = load_settings(None, Path(args.repository or ".").absolute())
-        evidence = _gather(args, settings)
-        snapshot.write(evidence, args.output)
-    except ValueError as error:
-        _say(error)
-        return EXIT_USAGE
-    except OSError as error:
-        _say(f"cannot write {args.output}: {error.strerror or error}")
-        return EXIT_USAGE
-    except _Stop as stop:
-        _say(stop)
-        return stop.code
-    parts = [part for part in ("repository", "server", "metrics", "gpu", "container", "host",
-                               "log") if getattr(evidence, part) is not None]
-    _say(f"wrote {args.output} ({', '.join(parts)}; unavailable: "
-         f"{', '.join(evidence.unavailable) or 'none'})")
-    return EXIT_OK
-
-
-def _watch(args: argparse.Namespace) -> int:
-    from triton_doctor.tui.launch import watch
-
-    try:
-        settings = load_settings(args.config, Path(args.repository or ".").absolute())
-        rules = select_rules(settings.select, settings.ignore)
-        waiver_source = settings.source or "settings"
-        if bool(args.url) == bool(args.snapshot):
-            raise _Stop(EXIT_USAGE, "give --url URL of a running server, or --snapshot FILE "
-                        "to replay (not both)")
-        base = _gather(args, settings, live=False)
-        if args.snapshot:
-            return watch(args, lambda e: run(e, rules, settings.waivers, waiver_source), base)
-
-        def judge(evidence: Evidence) -> Result:
-            evidence.repository, evidence.options = base.repository, base.options
-            _target_from_live(evidence, args, settings)
-            return run(evidence, rules, settings.waivers, waiver_source)
-
-        return watch(args, judge)
-    except ValueError as error:  # SettingsError, ProfileError, SnapshotError too
-        _say(error)
-        return EXIT_USAGE
-    except _Stop as stop:
-        _say(stop)
-        return stop.code
-
-
-def _config(args: argparse.Namespace) -> int:
-    from triton_doctor.checks.repository import TargetError, collect_repository
-    from triton_doctor.triton.effective_config import effective_config_text
-
-    model_dir = Path(args.model_dir)
-    if not model_dir.is_dir():
-        _say(f"{model_dir}: not a model directory")
-        return EXIT_USAGE
-    try:
-        options = target_options(args, None, None, [], args.disable_auto_complete_config)
-        repository = collect_repository(model_dir.absolute().parent)
-    except (TargetError, profiles.ProfileError) as error:
-        _say(error)
-        return EXIT_USAGE
-    evidence = Evidence(repository=repository, options=options)
-    name = display_name(model_dir.absolute().name)
-    refusals = [finding.triton_message or finding.message
-                for finding in run(evidence, all_rules(), [], "").findings
-                if finding.model == name and finding.severity >= Severity.ERROR]
-    text = effective_config_text(evidence, name, args.gpus)
-    sys.stdout.write(text)
-    for refusal in refusals:
-        _say(f"the server would refuse this model: {refusal}")
-    return EXIT_FINDINGS if refusals else EXIT_OK
-
-
-def _exit_code(result: Result, fail_on: Severity, exit_zero: bool) -> int:
-    if exit_zero:
-        return EXIT_OK
-    return EXIT_FINDINGS if any(f.severity >= fail_on for f in result.findings) else EXIT_OK
-
-
-def _rules(args: argparse.Namespace) -> int:
-    rules = all_rules()
-    if args.format == "json":
-        print(json.dumps([describe(r) for r in rules], indent=2))
-        return EXIT_OK
-    for candidate in rules:
-        print(f"{candidate.id}  {candidate.name:<34} {candidate.severity!s:<8} {candidate.title}")
-    return EXIT_OK
-
-
-def _explain(args: argparse.Namespace) -> int:
-    candidate = find_rule(args.rule)
-    if candidate is None:
-        _say(f"no rule {args.rule!r}; `triton-doctor rules` lists them")
-        return EXIT_USAGE
-    print(f"{candidate.id} {candidate.name} ({candidate.severity}): {candidate.title}\n")
-    print(candidate.doc)
-    return EXIT_OK
+        return commands.EXIT_OK

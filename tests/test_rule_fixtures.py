@@ -24,11 +24,11 @@ from pathlib import Path
 import pytest
 from triton_doctor import snapshot
 from triton_doctor.catalogue import all_rules, select_rules
-from triton_doctor.checks.repository import collect_repository
-from triton_doctor.cli import build_parser, target_options
+from triton_doctor.checks.collect import collect
+from triton_doctor.cli import build_parser
 from triton_doctor.engine import Result, run
-from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Severity
+from triton_doctor.invocation import Invocation
 from triton_doctor.registry import Rule
 
 from tests.pinned_findings import NAME, assert_pinned, render
@@ -90,10 +90,8 @@ def _judge(rule_id: str, kind: str, workdir: Path) -> Result:
     args_file = FIXTURES / rule_id / "args"
     extra = shlex.split(args_file.read_text()) if args_file.exists() else []
     repo = _repository(rule_id, kind, workdir)
-    parsed = build_parser().parse_args(["check", str(repo), *extra])
-    options = target_options(parsed, None, None, [], parsed.disable_auto_complete_config)
-    evidence = Evidence(repository=collect_repository(repo), options=options)
-    return run(evidence, select_rules([], []))
+    invocation = Invocation.from_args(build_parser().parse_args(["check", str(repo), *extra]))
+    return run(collect(invocation), select_rules([], []))
 
 
 def _findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:

@@ -1,0 +1,76 @@
+"""The one entry from the front-ends to the collectors: the Evidence an Invocation asks for.
+
+A target that cannot be read raises TargetError or a ValueError (SnapshotError, UsageError):
+exit 2. A live source the user asked for that cannot be reached raises Unreachable: exit 3.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from triton_doctor import snapshot
+from triton_doctor.checks import repository
+from triton_doctor.checks.live import LiveRequest, Unreachable, collect_live
+from triton_doctor.checks.poll import Poller
+from triton_doctor.checks.repository import TargetError
+from triton_doctor.evidence import Evidence, RepositoryEvidence
+
+if TYPE_CHECKING:
+    from triton_doctor.invocation import Invocation, Sources
+
+__all__ = ["LivePoller", "TargetError", "Unreachable", "collect", "reread_repository"]
+
+
+def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
+    """A snapshot, or the repository and the server (read here unless not ``live``: ``watch``
+    polls it with a LivePoller), each with the target it is judged for."""
+    sources = invocation.sources
+    if sources.snapshot:
+        evidence = snapshot.read(sources.snapshot)
+        evidence.options = invocation.replayed(evidence.options)
+        return evidence
+    evidence = Evidence(repository=_repository(invocation))
+    if sources.url and live:
+        collect_live(evidence, _request(sources))
+    evidence.options = invocation.options_for(evidence)
+    return evidence
+
+
+def reread_repository(invocation: Invocation, evidence: Evidence) -> Evidence:
+    """``check --tui``'s r: the repository read from disk again, for the same target."""
+    return Evidence(repository=_repository(invocation), options=evidence.options)
+
+
+class LivePoller:
+    """``watch``'s reads of a running server (see checks.poll), each with the repository read
+    before the polls began (``base``, from ``collect(invocation, live=False)``) and the target
+    the server reveals."""
+
+    def __init__(self, invocation: Invocation, base: Evidence) -> None:
+        self._poller = Poller(_request(invocation.sources))
+        self._invocation = invocation
+        self._repository = base.repository
+        self._options = base.options
+        #: The server's URL without credentials, to show.
+        self.url = self._poller.url
+
+    def poll(self) -> Evidence:
+        evidence = self._poller.poll()
+        evidence.repository = self._repository
+        evidence.options = self._invocation.options_for(evidence, earlier=self._options)
+        self._options = evidence.options
+        return evidence
+
+
+def _repository(invocation: Invocation) -> RepositoryEvidence | None:
+    sources = invocation.sources
+    if not sources.repository:
+        return None
+    # Through the module: tests count the reads by replacing the function there.
+    return repository.collect_repository(sources.repository, sources.model_config_name)
+
+
+def _request(sources: Sources) -> LiveRequest:
+    assert sources.url is not None
+    return LiveRequest(sources.url, sources.metrics_url, sources.window_s, sources.timeout_s,
+                       sources.log, sources.container)

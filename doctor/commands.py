@@ -1,0 +1,170 @@
+"""The commands' bodies: each runs one Invocation (``rules`` and ``explain`` their one argument)
+and returns the exit code, an API (see README): 0 nothing at or above --fail-on, 1 findings
+at or above it, 2 a usage error or unreadable target, 3 a live source out of reach."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from triton_doctor.catalogue import all_rules, describe, find_rule
+from triton_doctor.engine import Result
+from triton_doctor.evidence import Evidence
+from triton_doctor.findings import Severity
+from triton_doctor.invocation import Invocation, Output
+from triton_doctor.printable import display_name, printable
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
+
+
+def say(message: object) -> None:
+    """A message on stderr; what it quotes from outside (paths, server replies, reasons)
+    is escaped so that it cannot drive the terminal or pass for another line."""
+    print(f"triton-doctor: {printable(str(message))}", file=sys.stderr)
+
+
+def check(invocation: Invocation) -> int:
+    from triton_doctor.checks import collect
+
+    try:
+        evidence = collect.collect(invocation)
+    except (ValueError, collect.TargetError) as error:  # SnapshotError, UsageError too
+        say(error)
+        return EXIT_USAGE
+    except collect.Unreachable as error:
+        say(error)
+        return EXIT_UNREACHABLE
+    output = invocation.output
+    if output.tui:
+        from triton_doctor.tui.launch import browse
+
+        try:
+            result = browse(invocation, evidence)
+        except ValueError as error:
+            say(error)
+            return EXIT_USAGE
+    else:
+        result = invocation.judge(evidence)
+    for skipped in result.skipped:
+        if skipped.internal:
+            say(f"{skipped.rule} on {skipped.model or 'the repository'}: {skipped.reason}")
+    code = _exit_code(result, output)
+    if output.tui:
+        return code
+    if output.format == "json":
+        from triton_doctor.report import json_report
+
+        sys.stdout.write(json_report.render(result, _target(invocation, evidence), code))
+    elif output.format == "sarif":
+        from triton_doctor.report import sarif
+
+        sys.stdout.write(sarif.render(result, list(invocation.rules), os.getcwd()))
+    else:
+        from triton_doctor.report import text
+
+        sys.stdout.write(text.render(
+            result, colour=output.colour,
+            repository=evidence.repository.path if evidence.repository else None,
+            settings=invocation.settings_source))
+    return code
+
+
+def _target(invocation: Invocation, evidence: Evidence) -> dict[str, str]:
+    """What was judged, for the JSON report."""
+    target = {}
+    if invocation.settings_source:
+        target["settings"] = invocation.settings_source
+    if evidence.repository is not None:
+        target["repository"] = evidence.repository.path
+    if evidence.server is not None:
+        target["server"] = evidence.server.url
+    if invocation.sources.snapshot:
+        target["snapshot"] = invocation.sources.snapshot
+    return target
+
+
+def snapshot(invocation: Invocation) -> int:
+    from triton_doctor import snapshot as snapshot_file
+    from triton_doctor.checks import collect
+
+    path = invocation.output.path
+    assert path is not None
+    try:
+        evidence = collect.collect(invocation)
+        snapshot_file.write(evidence, path)
+    except (ValueError, collect.TargetError) as error:
+        say(error)
+        return EXIT_USAGE
+    except collect.Unreachable as error:
+        say(error)
+        return EXIT_UNREACHABLE
+    except OSError as error:
+        say(f"cannot write {path}: {error.strerror or error}")
+        return EXIT_USAGE
+    parts = [part for part in ("repository", "server", "metrics", "gpu", "container", "host",
+                               "log") if getattr(evidence, part) is not None]
+    say(f"wrote {path} ({', '.join(parts)}; unavailable: "
+        f"{', '.join(evidence.unavailable) or 'none'})")
+    return EXIT_OK
+
+
+def watch(invocation: Invocation) -> int:
+    from triton_doctor.checks import collect
+    from triton_doctor.tui import launch
+
+    try:
+        # The repository (or the snapshot) is read before the UI starts: its errors end here.
+        return launch.watch(invocation, collect.collect(invocation, live=False))
+    except (ValueError, collect.TargetError) as error:  # SnapshotError, NeedsTerminal too
+        say(error)
+        return EXIT_USAGE
+
+
+def config(invocation: Invocation) -> int:
+    """The configuration the server would run for one model directory; its refusals on
+    stderr (exit 1)."""
+    from triton_doctor.checks import collect
+    from triton_doctor.triton.effective_config import effective_config_text
+
+    try:
+        evidence = collect.collect(invocation)
+    except collect.TargetError as error:
+        say(error)
+        return EXIT_USAGE
+    assert invocation.sources.model_dir is not None
+    name = display_name(invocation.sources.model_dir)
+    refusals = [finding.triton_message or finding.message
+                for finding in invocation.judge(evidence).findings
+                if finding.model == name and finding.severity >= Severity.ERROR]
+    sys.stdout.write(effective_config_text(evidence, name, invocation.target.gpus))
+    for refusal in refusals:
+        say(f"the server would refuse this model: {refusal}")
+    return EXIT_FINDINGS if refusals else EXIT_OK
+
+
+def _exit_code(result: Result, output: Output) -> int:
+    if output.exit_zero:
+        return EXIT_OK
+    failing = any(f.severity >= output.fail_on for f in result.findings)
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def rules(output: str) -> int:
+    chosen = all_rules()
+    if output == "json":
+        print(json.dumps([describe(r) for r in chosen], indent=2))
+        return EXIT_OK
+    for candidate in chosen:
+        print(f"{candidate.id}  {candidate.name:<34} {candidate.severity!s:<8} {candidate.title}")
+    return EXIT_OK
+
+
+def explain(key: str) -> int:
+    candidate = find_rule(key)
+    if candidate is None:
+        say(f"no rule {key!r}; `triton-doctor rules` lists them")
+        return EXIT_USAGE
+    print(f"{candidate.id} {candidate.name} ({candidate.severity}): {candidate.title}\n")
+    print(candidate.doc)
+    return EXIT_OK

@@ -1,0 +1,250 @@
+"""One run of triton-doctor, resolved once: what it reads, the rules that judge it, the server
+it is judged for, and how it reports.
+
+Every choice between the places a value can come from is made here, in one order: a flag, else
+the settings file, else a snapshot's saved value, else what the live server (its release) and
+NVML (its GPU) reveal, else the default. Front-ends (the commands, the TUI) take an Invocation;
+none reads a flag or a setting itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from triton_doctor.catalogue import all_rules, select_rules
+from triton_doctor.engine import Result, run
+from triton_doctor.evidence import CheckOptions, Evidence
+from triton_doctor.findings import Severity
+from triton_doctor.registry import Rule
+from triton_doctor.settings import ModelWaiver, Settings, load_settings
+from triton_doctor.triton import profiles
+
+
+class UsageError(ValueError):
+    """Flags that do not make a run (exit 2)."""
+
+
+@dataclass(frozen=True)
+class Sources:
+    """What the run reads: a snapshot, or a repository and/or a running server."""
+
+    repository: str | None = None
+    #: Read configs/NAME.pbtxt where a model has one, as tritonserver --model-config-name.
+    model_config_name: str | None = None
+    #: ``config``: the model directory shown (``repository`` is the directory above it).
+    model_dir: str | None = None
+    url: str | None = None
+    metrics_url: str | None = None
+    window_s: float = 5.0
+    timeout_s: float = 5.0
+    log: str | None = None
+    container: str | None = None
+    snapshot: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """The server judged for as the user chose it (a flag, else the settings file); None where
+    they chose nothing, so that a snapshot's or the live server's value applies."""
+
+    triton_version: str | None = None
+    gpu_compute_capability: str | None = None
+    disable_auto_complete_config: bool = False
+    extra_backends: tuple[str, ...] = ()
+    thresholds: dict[str, float] = field(default_factory=dict)
+    #: ``config``: GPUs on the serving machine, for instance groups.
+    gpus: int = 1
+
+
+@dataclass(frozen=True)
+class Output:
+    """How the run reports and which exit code it ends with."""
+
+    format: str = "text"
+    colour: bool = False
+    fail_on: Severity = Severity.ERROR
+    exit_zero: bool = False
+    #: ``check --tui``: browse the findings instead of printing them.
+    tui: bool = False
+    #: ``snapshot -o FILE``.
+    path: str | None = None
+    #: ``watch``: seconds between polls, and where its s key writes snapshots.
+    interval_s: float = 1.0
+    save_dir: str = "."
+
+
+@dataclass(frozen=True)
+class Invocation:
+    command: str
+    sources: Sources = field(default_factory=Sources)
+    target: Target = field(default_factory=Target)
+    output: Output = field(default_factory=Output)
+    rules: tuple[Rule, ...] = ()
+    waivers: tuple[ModelWaiver, ...] = ()
+    #: The settings file that applied, named in reports; None when none did.
+    settings_source: str | None = None
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Invocation:
+        """The run ``check``, ``watch``, ``snapshot`` or ``config`` asks for. Raises ValueError
+        (SettingsError, ProfileError, UsageError) in the order the user fixes them: the
+        settings file, the rules, the target, the sources."""
+        if args.command == "config":
+            return _config(args)
+        settings = load_settings(args.config, Path(args.repository or ".").absolute())
+        if args.command == "check":
+            return _check(args, settings)
+        if args.command == "watch":
+            return _watch(args, settings)
+        target = _target(args, settings)
+        return cls("snapshot", _sources(args, settings), target, Output(path=args.output),
+                   settings_source=settings.source)
+
+    def options_for(self, evidence: Evidence, earlier: CheckOptions | None = None) -> CheckOptions:
+        """The target for Evidence read now: the user's choice, else what the server (its
+        release) and NVML (its GPU) reveal in ``evidence``, else what ``earlier`` held (the
+        previous poll's: a poll that missed the server keeps the release it named), else
+        the default."""
+        earlier = earlier or CheckOptions()
+        target = self.target
+        return CheckOptions(
+            disable_auto_complete_config=target.disable_auto_complete_config,
+            triton_version=_first(target.triton_version, _revealed_release(evidence),
+                                  earlier.triton_version),
+            gpu_compute_capability=_first(target.gpu_compute_capability,
+                                          _revealed_gpu(evidence),
+                                          earlier.gpu_compute_capability),
+            extra_backends=list(target.extra_backends),
+            thresholds=dict(target.thresholds),
+        )
+
+    def replayed(self, saved: CheckOptions) -> CheckOptions:
+        """The target for a snapshot: the user's choice, else the one it was taken with (its
+        auto-complete setting always: it describes how that server ran)."""
+        target = self.target
+        options = CheckOptions(
+            disable_auto_complete_config=saved.disable_auto_complete_config,
+            triton_version=_first(target.triton_version, saved.triton_version),
+            gpu_compute_capability=_first(target.gpu_compute_capability,
+                                          saved.gpu_compute_capability),
+            extra_backends=list(target.extra_backends) or saved.extra_backends,
+            thresholds=dict(target.thresholds) or saved.thresholds,
+        )
+        try:
+            profiles.find_release(options.triton_version)
+        except profiles.ProfileError as error:
+            raise UsageError(f"{self.sources.snapshot}: the snapshot's "
+                             f"evidence.options.triton_version: {error}; or judge it with "
+                             "--triton-version RELEASE") from None
+        return options
+
+    def judge(self, evidence: Evidence) -> Result:
+        """The selected rules and the settings file's waivers over ``evidence``."""
+        return run(evidence, self.rules, self.waivers, self.settings_source or "settings")
+
+
+def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
+    rules = select_rules(_split(args.select) or settings.select,
+                         [*settings.ignore, *_split(args.ignore)])
+    target = _target(args, settings)
+    output = Output(
+        format=args.format,
+        colour=args.color == "always" or (
+            args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ),
+        fail_on=Severity.parse(args.fail_on or settings.fail_on),
+        exit_zero=args.exit_zero,
+        tui=args.tui,
+    )
+    return Invocation("check", _sources(args, settings), target, output, tuple(rules),
+                      tuple(settings.waivers), settings.source)
+
+
+def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
+    rules = select_rules(settings.select, settings.ignore)
+    if bool(args.url) == bool(args.snapshot):
+        raise UsageError("give --url URL of a running server, or --snapshot FILE to replay "
+                         "(not both)")
+    target = _target(args, settings)
+    return Invocation("watch", _sources(args, settings), target,
+                      Output(interval_s=args.interval, save_dir=args.save_dir), tuple(rules),
+                      tuple(settings.waivers), settings.source)
+
+
+def _config(args: argparse.Namespace) -> Invocation:
+    """``config`` reads no settings file: it prints what the server would run, flags alone."""
+    model_dir = Path(args.model_dir)
+    if not model_dir.is_dir():
+        raise UsageError(f"{model_dir}: not a model directory")
+    target = replace(_target(args, Settings()), gpus=args.gpus)
+    sources = Sources(repository=str(model_dir.absolute().parent),
+                      model_dir=model_dir.absolute().name)
+    return Invocation("config", sources, target, rules=tuple(all_rules()))
+
+
+def _target(args: argparse.Namespace, settings: Settings) -> Target:
+    """Raises ProfileError for a release or GPU that names nothing known."""
+    version = args.triton_version or settings.triton_version or None
+    profiles.find_release(version)
+    gpu = args.gpu or settings.gpu
+    return Target(
+        triton_version=version,
+        gpu_compute_capability=profiles.compute_capability(gpu) if gpu else None,
+        disable_auto_complete_config=bool(args.disable_auto_complete_config
+                                          or settings.disable_auto_complete_config),
+        extra_backends=tuple(settings.backends),
+        thresholds=dict(settings.thresholds),
+    )
+
+
+def _sources(args: argparse.Namespace, settings: Settings) -> Sources:
+    """Raises UsageError unless the run reads a snapshot alone, or a repository and/or a
+    server."""
+    if args.snapshot and (args.repository or args.url):
+        raise UsageError("--snapshot judges a saved snapshot; give it alone")
+    if not (args.snapshot or args.repository or args.url):
+        raise UsageError("give a model repository, --url URL of a running server, or "
+                         "--snapshot FILE")
+    return Sources(
+        repository=args.repository,
+        model_config_name=args.model_config_name or settings.model_config_name,
+        url=args.url,
+        metrics_url=args.metrics_url,
+        window_s=args.window,
+        timeout_s=args.timeout,
+        log=args.log,
+        container=args.container,
+        snapshot=args.snapshot,
+    )
+
+
+def _split(values: Sequence[str] | None) -> list[str]:
+    """``--select A,B --select C``: the keys, in order."""
+    return [key.strip() for value in values or [] for key in value.split(",") if key.strip()]
+
+
+def _first(*values: str | None) -> str:
+    """The first value that was given (None: not given); "" when none was."""
+    return next((value for value in values if value is not None), "")
+
+
+def _revealed_release(evidence: Evidence) -> str | None:
+    """The release the server names; None without a server, or for a release newer than the
+    table (judged against the newest known)."""
+    if evidence.server is None:
+        return None
+    try:
+        return profiles.find_release(evidence.server.version).container
+    except profiles.ProfileError:
+        return None
+
+
+def _revealed_gpu(evidence: Evidence) -> str | None:
+    """The compute capability of the first GPU NVML lists; None without one."""
+    if evidence.gpu is None or not evidence.gpu.devices:
+        return None
+    return evidence.gpu.devices[0].compute_capability

@@ -1,0 +1,166 @@
+"""Which value wins, per field: a flag, then the settings file, then a snapshot's saved value,
+then what the live server (its release) and NVML (its GPU) reveal, then the default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from triton_doctor import snapshot
+from triton_doctor.checks.collect import collect
+from triton_doctor.cli import build_parser
+from triton_doctor.evidence import CheckOptions, Evidence, GpuDevice, GpuEvidence, ServerEvidence
+from triton_doctor.findings import Severity
+from triton_doctor.invocation import Invocation, UsageError
+from triton_doctor.triton import profiles
+
+#: The server's release, NVML's GPU, a snapshot's saved target, the settings', the flags':
+#: a different value at every level, so a swapped precedence shows.
+LIVE = Evidence(server=ServerEvidence(url="http://localhost:8000", version="2.47.0"),
+                gpu=GpuEvidence(devices=[GpuDevice(index=0, compute_capability="9.0")]))
+SAVED = CheckOptions(disable_auto_complete_config=True, triton_version="23.05",
+                     gpu_compute_capability="7.5", extra_backends=["saved_backend"],
+                     thresholds={"queue-ms": 1.0})
+SETTINGS = ('triton-version = "24.01"\ngpu = "A100"\nbackends = ["set_backend"]\n'
+            'model-config-name = "from_settings"\nfail-on = "warning"\nselect = ["TD2"]\n'
+            'ignore = ["TD201"]\n[thresholds]\nqueue-ms = 2.0\n')
+FLAGS = ("--triton-version", "24.08", "--gpu", "sm_89", "--model-config-name", "from_flag",
+         "--fail-on", "info", "--select", "TD1,TD2", "--ignore", "TD101")
+
+
+def _check(tmp_path: Path, *flags: str, settings: str = "", target: str = "repository"
+           ) -> Invocation:
+    """``check`` on a repository (or a snapshot) with ``flags`` and a settings file."""
+    config = tmp_path / "settings.toml"
+    config.write_text(settings)
+    (tmp_path / "models").mkdir(exist_ok=True)
+    read = [str(tmp_path / "models")] if target == "repository" else ["--snapshot", target]
+    argv = ["check", *read, *flags, "--config", str(config)]
+    return Invocation.from_args(build_parser().parse_args(argv))
+
+
+def test_release_flag_then_settings_then_live_then_earlier_poll_then_default(
+        tmp_path: Path) -> None:
+    flagged = _check(tmp_path, *FLAGS, settings=SETTINGS)
+    assert flagged.options_for(LIVE).triton_version == "24.08"
+    set_only = _check(tmp_path, settings=SETTINGS)
+    assert set_only.options_for(LIVE).triton_version == "24.01"
+    bare = _check(tmp_path)
+    assert bare.options_for(LIVE).triton_version == "24.06"  # 2.47.0 is 24.06
+    earlier = CheckOptions(triton_version="23.05")
+    assert bare.options_for(LIVE, earlier).triton_version == "24.06"
+    assert bare.options_for(Evidence(), earlier).triton_version == "23.05"
+    assert bare.options_for(Evidence()).triton_version == ""  # the newest known
+
+
+def test_a_release_newer_than_the_table_is_not_revealed(tmp_path: Path) -> None:
+    newer = Evidence(server=ServerEvidence(url="http://localhost:8000", version="9.99.0"))
+    assert _check(tmp_path).options_for(newer).triton_version == ""
+
+
+def test_gpu_flag_then_settings_then_nvml_then_earlier_poll_then_default(
+        tmp_path: Path) -> None:
+    assert _check(tmp_path, *FLAGS, settings=SETTINGS).options_for(LIVE) \
+        .gpu_compute_capability == "8.9"
+    assert _check(tmp_path, settings=SETTINGS).options_for(LIVE).gpu_compute_capability == "8.0"
+    bare = _check(tmp_path)
+    earlier = CheckOptions(gpu_compute_capability="7.5")
+    assert bare.options_for(LIVE, earlier).gpu_compute_capability == "9.0"
+    assert bare.options_for(Evidence(), earlier).gpu_compute_capability == "7.5"
+    assert bare.options_for(Evidence()).gpu_compute_capability == ""
+
+
+def test_a_snapshot_keeps_its_target_unless_a_flag_or_setting_names_another(
+        tmp_path: Path) -> None:
+    flagged = _check(tmp_path, *FLAGS, settings=SETTINGS, target="x.json").replayed(SAVED)
+    assert (flagged.triton_version, flagged.gpu_compute_capability) == ("24.08", "8.9")
+    set_only = _check(tmp_path, settings=SETTINGS, target="x.json").replayed(SAVED)
+    assert (set_only.triton_version, set_only.gpu_compute_capability) == ("24.01", "8.0")
+    assert set_only.extra_backends == ["set_backend"]
+    assert set_only.thresholds == {"queue-ms": 2.0}
+    kept = _check(tmp_path, target="x.json").replayed(SAVED)
+    assert (kept.triton_version, kept.gpu_compute_capability) == ("23.05", "7.5")
+    assert kept.extra_backends == ["saved_backend"] and kept.thresholds == {"queue-ms": 1.0}
+
+
+def test_a_snapshots_target_beats_the_server_it_recorded(tmp_path: Path) -> None:
+    """Replayed, the saved target stands: the recorded server is not asked again."""
+    saved = tmp_path / "incident.json"
+    snapshot.write(Evidence(server=LIVE.server, gpu=LIVE.gpu, options=SAVED), str(saved))
+    options = collect(_check(tmp_path, target=str(saved))).options
+    assert (options.triton_version, options.gpu_compute_capability) == ("23.05", "7.5")
+
+
+def test_a_snapshots_unknown_release_is_a_usage_error_naming_the_flag(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="--triton-version RELEASE"):
+        _check(tmp_path, target="x.json").replayed(CheckOptions(triton_version="1.0"))
+
+
+def test_auto_complete_flag_or_setting_but_a_snapshot_keeps_how_its_server_ran(
+        tmp_path: Path) -> None:
+    assert not _check(tmp_path).options_for(LIVE).disable_auto_complete_config
+    assert _check(tmp_path, "--disable-auto-complete-config").target \
+        .disable_auto_complete_config
+    assert _check(tmp_path, settings="disable-auto-complete-config = true\n").target \
+        .disable_auto_complete_config
+    replay = _check(tmp_path, "--disable-auto-complete-config", target="x.json")
+    assert not replay.replayed(CheckOptions()).disable_auto_complete_config
+    assert replay.replayed(SAVED).disable_auto_complete_config
+
+
+def test_thresholds_and_backends_come_from_settings(tmp_path: Path) -> None:
+    options = _check(tmp_path, settings=SETTINGS).options_for(LIVE)
+    assert options.thresholds == {"queue-ms": 2.0}
+    assert options.extra_backends == ["set_backend"]
+    bare = _check(tmp_path).options_for(LIVE)
+    assert (bare.thresholds, bare.extra_backends) == ({}, [])
+
+
+def test_fail_on_flag_then_settings_then_error(tmp_path: Path) -> None:
+    assert _check(tmp_path, *FLAGS, settings=SETTINGS).output.fail_on == Severity.INFO
+    assert _check(tmp_path, settings=SETTINGS).output.fail_on == Severity.WARNING
+    assert _check(tmp_path).output.fail_on == Severity.ERROR
+
+
+def test_select_flag_replaces_settings_and_ignores_add_up(tmp_path: Path) -> None:
+    flagged = {r.id for r in _check(tmp_path, *FLAGS, settings=SETTINGS).rules}
+    assert "TD102" in flagged and "TD202" in flagged  # the flag's TD1 and TD2
+    assert "TD101" not in flagged and "TD201" not in flagged  # both ignores
+    set_only = {r.id for r in _check(tmp_path, settings=SETTINGS).rules}
+    assert set_only and all(rule.startswith("TD2") for rule in set_only)
+    assert "TD201" not in set_only
+    assert len(_check(tmp_path).rules) > len(flagged)
+
+
+def test_model_config_name_flag_then_settings_then_none(tmp_path: Path) -> None:
+    def name(*flags: str, settings: str = "") -> str | None:
+        return _check(tmp_path, *flags, settings=settings).sources.model_config_name
+
+    assert name(*FLAGS, settings=SETTINGS) == "from_flag"
+    assert name(settings=SETTINGS) == "from_settings"
+    assert name() is None
+
+
+def test_errors_come_in_the_order_they_are_fixed(tmp_path: Path) -> None:
+    """The settings file, then the rules, then the target, then the sources."""
+    with pytest.raises(ValueError, match="fail-on"):
+        _check(tmp_path, "--select", "TD999", settings='fail-on = "never"\n')
+    with pytest.raises(ValueError, match="no rule matches"):
+        _check(tmp_path, "--select", "TD999", "--triton-version", "1.0")
+    with pytest.raises(profiles.ProfileError):
+        _check(tmp_path, "--triton-version", "1.0", "--url", "x", target="x.json")
+    with pytest.raises(UsageError, match="give it alone"):
+        _check(tmp_path, "--url", "x", target="x.json")
+
+
+def test_watch_takes_a_server_or_a_snapshot(tmp_path: Path) -> None:
+    def watch(*argv: str) -> Invocation:
+        return Invocation.from_args(build_parser().parse_args(["watch", *argv]))
+
+    with pytest.raises(UsageError, match="not both"):
+        watch("--url", "x", "--snapshot", "y")
+    with pytest.raises(UsageError, match="not both"):
+        watch()
+    polled = watch("--url", "localhost:8000", "--interval", "2", "--save-dir", str(tmp_path))
+    assert (polled.output.interval_s, polled.output.save_dir) == (2.0, str(tmp_path))
+    assert polled.sources.url == "localhost:8000"
