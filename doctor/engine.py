@@ -46,19 +46,21 @@ def run(
         repository = RepositoryView(evidence.repository, evidence.options)
         _run_static(result, static, repository)
     if asked_live:
-        view = LiveView(evidence)
-        view.static_findings = list(result.findings)
-        _run_live(result, live, view)
+        _run_live(result, live, LiveView(evidence), list(result.findings))
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
     if repository is not None:
         _apply_waivers(result, repository, waived, waiver_source)
     return result
 
 
-def _run_live(result: Result, rules: Sequence[Rule], view: LiveView) -> None:
-    """Live rules, each once; a rule whose parts are missing is skipped with the reason."""
+def _run_live(
+    result: Result, rules: Sequence[Rule], view: LiveView, static: list[Finding]
+) -> None:
+    """Live rules, each once; a rule whose parts are missing is skipped with the reason. A rule
+    that needs "static_findings" gets the static rules' findings after the view."""
     for candidate in rules:
-        missing = [part for part in candidate.needs if getattr(view, part) is None]
+        parts = [part for part in candidate.needs if part != "static_findings"]
+        missing = [part for part in parts if getattr(view, part) is None]
         if missing:
             why = "; ".join(
                 f"{part}: {view.evidence.unavailable.get(part, 'not collected')}"
@@ -66,7 +68,8 @@ def _run_live(result: Result, rules: Sequence[Rule], view: LiveView) -> None:
             )
             result.skipped.append(Skipped(candidate.id, None, why))
             continue
-        _judge(result, candidate, None, view)
+        inputs = (static,) if "static_findings" in candidate.needs else ()
+        _judge(result, candidate, None, view, *inputs)
 
 
 def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView) -> None:

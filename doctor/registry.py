@@ -28,9 +28,20 @@ class Rule:
     #: repository; "live": once with the LiveView of a running server.
     scope: str
     #: What the rule needs: "config" = a model's parsed (or auto-completed) configuration; for
-    #: live rules the Evidence parts ("server", "metrics", "gpu", "container", "host", "log").
+    #: live rules the Evidence parts ("server", "metrics", "gpu", "container", "host", "log"),
+    #: and "static_findings": the static rules' findings of the same run, which the engine
+    #: passes after the view.
     needs: tuple[str, ...]
     check: Callable[..., Iterable[Hit]]
+    #: Constant runs of the server's own messages that the rule's findings quote: a load error
+    #: holding one is explained by this rule (``triton_doctor.explain``).
+    server_says: tuple[str, ...] = ()
+    #: Words of lines the server logs while serving (a failed request, memory running out) that
+    #: the rule is about; matched case-insensitively.
+    log_says: tuple[str, ...] = ()
+    #: The rule's triton_message passes on the server's text whatever it says (TD601 relays a
+    #: model's load error), so it declares no words of its own.
+    relays_server: bool = False
 
     @property
     def doc(self) -> str:
@@ -49,8 +60,12 @@ def rule(
     *,
     scope: str = "model",
     needs: tuple[str, ...] = ("config",),
+    server_says: tuple[str, ...] = (),
+    log_says: tuple[str, ...] = (),
+    relays_server: bool = False,
 ) -> Callable[[Callable[..., Iterable[Hit]]], Callable[..., Iterable[Hit]]]:
-    """Register a rule. Its docstring is its documentation, with the DOC_SECTIONS headings."""
+    """Register a rule. Its docstring is its documentation, with the DOC_SECTIONS headings;
+    ``server_says`` and ``log_says`` are the server's words it explains (see ``Rule``)."""
 
     def register(check: Callable[..., Iterable[Hit]]) -> Callable[..., Iterable[Hit]]:
         if not RULE_ID.match(id):
@@ -63,7 +78,10 @@ def rule(
         missing = [s for s in DOC_SECTIONS if f"{s}:" not in (check.__doc__ or "")]
         if missing:
             raise ValueError(f"rule {id} docs lack sections: {', '.join(missing)}")
-        RULES[id] = Rule(id, name, Severity.parse(severity), title, scope, needs, check)
+        if relays_server and server_says:
+            raise ValueError(f"rule {id} relays the server's text: it declares no server_says")
+        RULES[id] = Rule(id, name, Severity.parse(severity), title, scope, needs, check,
+                         server_says, log_says, relays_server)
         return check
 
     return register

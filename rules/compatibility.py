@@ -21,7 +21,8 @@ def _major_minor(version: str) -> str:
     return ".".join(version.split(".")[:2])
 
 
-@rule("TD501", "tensorrt-version-mismatch", "error", "Plan built with another TensorRT")
+@rule("TD501", "tensorrt-version-mismatch", "error", "Plan built with another TensorRT",
+      server_says=("not compatible with this version of TensorRT",))
 def tensorrt_version_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the TensorRT version in each plan's header (read without a GPU) against
@@ -65,7 +66,9 @@ def tensorrt_version_mismatch(model: ModelView, repository: RepositoryView) -> I
         )
 
 
-@rule("TD502", "tensorrt-gpu-mismatch", "error", "Plan built for another GPU")
+@rule("TD502", "tensorrt-gpu-mismatch", "error", "Plan built for another GPU",
+      server_says=("The engine plan file is generated on an incompatible device",
+                   "incompatible device"))
 def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the compute capability in each plan's header against the target GPU
@@ -112,7 +115,10 @@ def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Itera
         )
 
 
-@rule("TD503", "onnx-too-new", "error", "ONNX IR version or opset too new for the release")
+@rule("TD503", "onnx-too-new", "error", "ONNX IR version or opset too new for the release",
+      server_says=("Unsupported model IR version",
+                   "ONNX Runtime only *guarantees* support for models stamped with official "
+                   "released onnx opset versions"))
 def onnx_too_new(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each ONNX model's IR version and default-domain opset against the
@@ -170,7 +176,8 @@ def onnx_too_new(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
         )
 
 
-@rule("TD504", "backend-not-in-release", "error", "Backend the target image does not have")
+@rule("TD504", "backend-not-in-release", "error", "Backend the target image does not have",
+      server_says=("unable to find backend library",))
 def backend_not_in_release(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the model's backend is one the target release's image ships

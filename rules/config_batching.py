@@ -23,7 +23,11 @@ ONE_SOURCE_KINDS = {
 BATCH_INPUT_TYPES = ("TYPE_INT32", "TYPE_FP32")
 
 
-@rule("TD221", "invalid-batch-io", "error", "batch_input / batch_output is malformed")
+@rule("TD221", "invalid-batch-io", "error", "batch_input / batch_output is malformed",
+      server_says=("unknown batch input kind '", "expects 1 source input, got",
+                   "batch input data type must be TYPE_INT32 or TYPE_FP32",
+                   "unknown source input name '", "unknown batch output kind '",
+                   "target output name '"))
 def invalid_batch_io(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each `batch_input` names exactly one existing `source_input` (for the
@@ -153,7 +157,12 @@ def _queue_policies(batching: Any) -> Iterator[tuple[str, Any]]:
         yield f"priority_queue_policy[{level}]", batching.priority_queue_policy[level]
 
 
-@rule("TD222", "invalid-dynamic-batching", "error", "dynamic_batching is invalid")
+@rule("TD222", "invalid-dynamic-batching", "error", "dynamic_batching is invalid",
+      server_says=("dynamic batching preferred size must be",
+                   "default priority level must be in range",
+                   "priority queue policy must have priority level in range",
+                   "Only one priority level is allowed when 'preserve_ordering'",
+                   "Queue policy can not have DELAY as timeout action when"))
 def invalid_dynamic_batching(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `dynamic_batching` as core validates it: preferred batch sizes positive
@@ -240,7 +249,16 @@ def _false_true_fields(control: Any) -> list[str]:
     ]
 
 
-@rule("TD223", "invalid-sequence-batching", "error", "sequence_batching controls are invalid")
+@rule("TD223", "invalid-sequence-batching", "error", "sequence_batching controls are invalid",
+      server_says=("sequence batching control tensor must have a name for",
+                   "sequence batching specifies multiple",
+                   "sequence batching must not specify either",
+                   "unexpected data type for control CONTROL_SEQUENCE_CORRID",
+                   "sequence batching must specify either 'int32_false_true'",
+                   "sequence batching specifies more than one from 'int32_false_true'",
+                   "' must have exactly 2 entries for",
+                   "sequence batching preferred batch size must be",
+                   "sequence batching minimum slot utilization must be in range"))
 def invalid_sequence_batching(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `sequence_batching.control_input` as core validates it: every control

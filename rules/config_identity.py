@@ -38,7 +38,8 @@ PLATFORM_TYPOS = {
 }
 
 
-@rule("TD205", "unknown-platform", "error", "Platform the server does not know")
+@rule("TD205", "unknown-platform", "error", "Platform the server does not know",
+      server_says=("unexpected platform type '",))
 def unknown_platform(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: after the server infers the backend, a model still without a backend:
@@ -71,7 +72,8 @@ def unknown_platform(model: ModelView, repository: RepositoryView) -> Iterator[H
     )
 
 
-@rule("TD206", "ensemble-with-backend", "error", "Ensemble with a backend")
+@rule("TD206", "ensemble-with-backend", "error", "Ensemble with a backend",
+      server_says=("must have platform type 'ensemble' and empty backend type",))
 def ensemble_with_backend(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `platform: "ensemble"` together with a `backend`.
@@ -94,7 +96,8 @@ def ensemble_with_backend(model: ModelView, repository: RepositoryView) -> Itera
         )
 
 
-@rule("TD207", "platform-backend-mismatch", "error", "platform and backend disagree")
+@rule("TD207", "platform-backend-mismatch", "error", "platform and backend disagree",
+      server_says=("unexpected 'platform' and 'backend' pair, got:",))
 def platform_backend_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a known backend (tensorrt, onnxruntime, pytorch, tensorflow) with a
@@ -119,7 +122,8 @@ def platform_backend_mismatch(model: ModelView, repository: RepositoryView) -> I
         )
 
 
-@rule("TD208", "negative-max-batch-size", "error", "max_batch_size is negative")
+@rule("TD208", "negative-max-batch-size", "error", "max_batch_size is negative",
+      server_says=("'max_batch_size' must be non-negative value for",))
 def negative_max_batch_size(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `max_batch_size` below 0.
@@ -141,7 +145,9 @@ def negative_max_batch_size(model: ModelView, repository: RepositoryView) -> Ite
         )
 
 
-@rule("TD209", "ensemble-scheduling-mismatch", "error", "ensemble_scheduling and platform disagree")
+@rule("TD209", "ensemble-scheduling-mismatch", "error", "ensemble_scheduling and platform disagree",
+      server_says=("ensemble scheduling must be set for ensemble",
+                   "ensemble scheduling cannot be set for model '"))
 def ensemble_scheduling_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `platform: "ensemble"` comes with `ensemble_scheduling`, and

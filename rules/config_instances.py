@@ -23,7 +23,9 @@ def groups(config: Any) -> Iterator[tuple[int, str, Any]]:
         yield index, group.name or f"{config.name}_{index}", group
 
 
-@rule("TD231", "instance-group-gpus", "error", "Instance group GPUs do not fit its kind")
+@rule("TD231", "instance-group-gpus", "error", "Instance group GPUs do not fit its kind",
+      server_says=("but specifies one or more GPUs", "invalid or unsupported gpu id",
+                   "no GPUs are available"))
 def instance_group_gpus(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `gpus` only on KIND_GPU groups (or kind-less groups that become
@@ -73,7 +75,10 @@ def instance_group_gpus(model: ModelView, repository: RepositoryView) -> Iterato
                 )
 
 
-@rule("TD232", "instance-group-profile", "error", "TensorRT profile set on a non-TensorRT model")
+@rule("TD232", "instance-group-profile", "error", "TensorRT profile set on a non-TensorRT model",
+      server_says=("specifies profile field which is only supported for TensorRT models",
+                   "profile name must not be empty",
+                   "The field should contain the string representation of a non-negative integer."))
 def instance_group_profile(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `instance_group.profile` only on TensorRT models, and each profile a
@@ -133,7 +138,9 @@ def _profile_problem(profile: str, group: str, config: Any) -> str | None:
 
 
 @rule(
-    "TD233", "rate-limiter-resource", "warning", "Rate-limiter resource both global and per-device"
+    "TD233", "rate-limiter-resource", "warning", "Rate-limiter resource both global and per-device",
+    server_says=("is present as both global and device-specific resource in the model "
+                 "configuration",),
 )
 def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -166,7 +173,8 @@ def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Itera
             )
 
 
-@rule("TD235", "tensorrt-on-cpu", "error", "TensorRT model with CPU instances")
+@rule("TD235", "tensorrt-on-cpu", "error", "TensorRT model with CPU instances",
+      server_says=("supports only GPU device",))
 def tensorrt_on_cpu(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `instance_group { kind: KIND_CPU }` on a TensorRT model.

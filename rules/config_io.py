@@ -71,7 +71,8 @@ def _segments(dims: list[int]) -> list[int | None]:
     return [*counts, dims_product(run)]
 
 
-@rule("TD211", "io-incomplete", "error", "Input or output lacks name, data_type or dims")
+@rule("TD211", "io-incomplete", "error", "Input or output lacks name, data_type or dims",
+      server_says=("must specify 'dims'", "must specify 'data_type'", "must specify 'name' for"))
 def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: every `input` and `output` has a `name`, a `data_type` and non-empty `dims`.
@@ -125,7 +126,8 @@ def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
             )
 
 
-@rule("TD212", "invalid-dims", "error", "A dimension is 0 or below -1")
+@rule("TD212", "invalid-dims", "error", "A dimension is 0 or below -1",
+      server_says=("dimension must be integer >= 1",))
 def invalid_dims(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: every value in `dims` is >= 1, or -1 for a variable-size dimension.
@@ -156,7 +158,11 @@ def invalid_dims(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
             )
 
 
-@rule("TD213", "invalid-reshape", "error", "reshape does not fit dims")
+@rule("TD213", "invalid-reshape", "error", "reshape does not fit dims",
+      server_says=("has different size for dims and reshape",
+                   "has different number of variable-size dimensions for dims and reshape",
+                   "cannot have empty reshape for non-batching model",
+                   "reshape dimensions must be integer >= 1"))
 def invalid_reshape(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `reshape.shape` as core validates it: no 0 or < -1 values; not empty on a
@@ -214,7 +220,8 @@ def invalid_reshape(model: ModelView, repository: RepositoryView) -> Iterator[Hi
             )
 
 
-@rule("TD214", "io-format-rank", "error", "FORMAT_NHWC/NCHW input without 3 dims")
+@rule("TD214", "io-format-rank", "error", "FORMAT_NHWC/NCHW input without 3 dims",
+      server_says=("NHWC/NCHW require 3 dims",))
 def io_format_rank(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: an input with `format: FORMAT_NHWC` or `FORMAT_NCHW` has exactly 3 dims.
@@ -238,7 +245,9 @@ def io_format_rank(model: ModelView, repository: RepositoryView) -> Iterator[Hit
             )
 
 
-@rule("TD215", "tensorrt-only-io", "error", "Shape tensor or non-linear IO outside TensorRT")
+@rule("TD215", "tensorrt-only-io", "error", "Shape tensor or non-linear IO outside TensorRT",
+      server_says=("shape tensors are only supported for TensorRT platform",
+                   "Non-linear IO format "))
 def tensorrt_only_io(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `is_shape_tensor` and `is_non_linear_format_io` are used only on

@@ -24,6 +24,7 @@ ELEMENT_BYTES = {
     "response-cache-conflict",
     "error",
     "Response cache with sequence batching or decoupled mode",
+    server_says=("Response Cache does not currently support model",),
 )
 def response_cache_conflict(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -58,7 +59,11 @@ def response_cache_conflict(model: ModelView, repository: RepositoryView) -> Ite
         )
 
 
-@rule("TD242", "invalid-model-metrics", "error", "model_metrics control is incomplete")
+@rule("TD242", "invalid-model-metrics", "error", "model_metrics control is incomplete",
+      server_says=("metric control must specify 'metric_identifier'",
+                   "metric identifier must specify non-empty 'family'",
+                   "metric control must specify 'histogram_options'",
+                   "histogram options must specify non-empty 'buckets'"))
 def invalid_model_metrics(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each `model_metrics.metric_control` has a `metric_identifier` with a
@@ -94,7 +99,10 @@ def invalid_model_metrics(model: ModelView, repository: RepositoryView) -> Itera
         )
 
 
-@rule("TD243", "invalid-warmup", "error", "model_warmup cannot run")
+@rule("TD243", "invalid-warmup", "error", "model_warmup cannot run",
+      server_says=("model_warmup can not be specified for ensemble '",
+                   "failed to run warmup sample '", "warmup setting expects",
+                   "failed to open text file for read"))
 def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `model_warmup` samples as the server prepares them at load: not on an
@@ -240,7 +248,12 @@ def _expected_bytes(tensor: Any) -> int | None:
     return dims_product(tensor.dims, start=ELEMENT_BYTES[data_type])
 
 
-@rule("TD244", "invalid-initial-state", "error", "Sequence state initial_state is invalid")
+@rule("TD244", "invalid-initial-state", "error", "Sequence state initial_state is invalid",
+      server_says=("contains variable dimensions.", "initial_state setting expects",
+                   "must be set when using initial_state for state input",
+                   "doesn't match the size of 'state' dimensions",
+                   "doesn't match 'state' dim description", "does not match the state data type",
+                   "must contain exactly one or zero element", "/initial_state/"))
 def invalid_initial_state(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `sequence_batching.state` entries as the server reads them when it
@@ -333,6 +346,7 @@ def _initial_state_problems(
     "batch-strategy-with-sequence",
     "error",
     "Custom batching strategy on a sequence-batched model",
+    server_says=("TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher",),
 )
 def batch_strategy_with_sequence(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -361,7 +375,9 @@ def batch_strategy_with_sequence(model: ModelView, repository: RepositoryView) -
 MODEL_DIRECTORY_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
 
 
-@rule("TD246", "python-env-missing", "error", "EXECUTION_ENV_PATH names a missing environment")
+@rule("TD246", "python-env-missing", "error", "EXECUTION_ENV_PATH names a missing environment",
+      server_says=("The Python environment should contain an 'activate' script.",
+                   "Failed to get the canonical path for"))
 def python_env_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a Python model's `EXECUTION_ENV_PATH` parameter written relative to the

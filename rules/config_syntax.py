@@ -68,7 +68,8 @@ def wire_dtypes(model: ModelView) -> list[tuple[int, str]]:
     return [(n, m.group(1)) for n, line in _code_lines(text) for m in _WIRE_DTYPE.finditer(line)]
 
 
-@rule("TD201", "config-syntax", "error", "config.pbtxt does not parse", needs=())
+@rule("TD201", "config-syntax", "error", "config.pbtxt does not parse", needs=(),
+      server_says=("failed to read text proto from",))
 def config_syntax(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: that config.pbtxt parses as Triton's `inference.ModelConfig` text format
@@ -102,7 +103,8 @@ def config_syntax(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
 
 
 @rule(
-    "TD202", "unrendered-template", "error", "Template placeholder left in config.pbtxt", needs=()
+    "TD202", "unrendered-template", "error", "Template placeholder left in config.pbtxt", needs=(),
+    server_says=("failed to read text proto from",),
 )
 def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -148,7 +150,8 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
         )
 
 
-@rule("TD203", "wire-dtype-name", "error", "Wire datatype name used in data_type", needs=())
+@rule("TD203", "wire-dtype-name", "error", "Wire datatype name used in data_type", needs=(),
+      server_says=("failed to read text proto from",))
 def wire_dtype_name(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `data_type` values written as wire names (`FP32`, `BYTES`), as found in
@@ -173,7 +176,8 @@ def wire_dtype_name(model: ModelView, repository: RepositoryView) -> Iterator[Hi
         )
 
 
-@rule("TD204", "config-unreadable", "error", "config.pbtxt cannot be read", needs=())
+@rule("TD204", "config-unreadable", "error", "config.pbtxt cannot be read", needs=(),
+      server_says=("failed to read text proto from", "config.pbtxt: Permission denied"))
 def config_unreadable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: that config.pbtxt is a readable text file: not a directory, not binary,

@@ -76,6 +76,7 @@ def declares_io(model: ModelView) -> bool:
     "error",
     "Ensemble step names a model that is not there",
     scope="repository",
+    server_says=("contains models that are not available or ambiguous",),
 )
 def ensemble_missing_model(repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -112,6 +113,9 @@ def ensemble_missing_model(repository: RepositoryView) -> Iterator[Hit]:
     "error",
     "Ensemble step does not fit the model it calls",
     scope="repository",
+    server_says=("in ensemble", "is mapping to non-existing input",
+                 "is not mapped to any ensemble tensors", "is mapped from non-existing output",
+                 "which only allows maximum batch size to be"),
 )
 def ensemble_step_mismatch(repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -220,6 +224,7 @@ def _unmapped(input_map: Any, tensors: _StepModel) -> tuple[list[str], int]:
     "error",
     "Ensemble step pins a version that is not loaded",
     scope="repository",
+    server_says=("' whose required version ",),
 )
 def ensemble_version_missing(repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -255,7 +260,8 @@ def ensemble_version_missing(repository: RepositoryView) -> Iterator[Hit]:
                 )
 
 
-@rule("TD414", "ensemble-cycle", "error", "Ensembles call each other in a loop", scope="repository")
+@rule("TD414", "ensemble-cycle", "error", "Ensembles call each other in a loop", scope="repository",
+      server_says=("circular dependency between ensembles",))
 def ensemble_cycle(repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: ensembles whose steps lead, through other ensembles, back to themselves.
@@ -306,6 +312,7 @@ def _cycle_end(start: str, calls: dict[str, list[str]]) -> str | None:
     "error",
     "Ensemble tensor with two data types",
     scope="repository",
+    server_says=(": inconsistent data type: ",),
 )
 def ensemble_dtype_mismatch(repository: RepositoryView) -> Iterator[Hit]:
     """

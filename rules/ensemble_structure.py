@@ -162,7 +162,12 @@ def _first_unconnected(
     return answer
 
 
-@rule("TD401", "ensemble-structure", "error", "Ensemble scheduling block is inconsistent")
+@rule("TD401", "ensemble-structure", "error", "Ensemble scheduling block is inconsistent",
+      server_says=("instance group should not be specified for ensemble '",
+                   "optimization should not be specified for ensemble '",
+                   "must specify 'step' for ensemble '",
+                   "can appear in an output map only once for ensemble '", "ensemble input '",
+                   "ensemble output '", "' is not written", "' is unused in ensemble '"))
 def ensemble_structure(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: an ensemble's own config as the server checks it on reading: no

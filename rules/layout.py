@@ -24,7 +24,9 @@ def is_stray(model: ModelView) -> bool:
     return (model.name.startswith(".") or model.name in JUNK_DIRS) and not model.dir.config.present
 
 
-@rule("TD101", "stray-directory", "error", "Non-model directory in the repository", needs=())
+@rule("TD101", "stray-directory", "error", "Non-model directory in the repository", needs=(),
+      server_says=("Invalid model name: Could not determine backend for model",
+                   "at least one version must be available under the version policy of model"))
 def stray_directory(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: hidden or tool-made directories at the repository root (`.git`,
@@ -59,7 +61,8 @@ def _stray_message(model: ModelView) -> str | None:
         None if model.loaded_versions else _no_version_message(model))
 
 
-@rule("TD102", "backend-undetermined", "error", "The server cannot tell the model's backend")
+@rule("TD102", "backend-undetermined", "error", "The server cannot tell the model's backend",
+      server_says=("Invalid model name: Could not determine backend for model",))
 def backend_undetermined(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a model with no `backend`, `platform` or `default_model_filename`,
@@ -83,7 +86,8 @@ def backend_undetermined(model: ModelView, repository: RepositoryView) -> Iterat
         )
 
 
-@rule("TD103", "name-mismatch", "error", "Config name differs from the directory name")
+@rule("TD103", "name-mismatch", "error", "Config name differs from the directory name",
+      server_says=("unexpected directory name '", "directory name must equal model name"))
 def name_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `name` in config.pbtxt equals the model's directory name.
@@ -111,7 +115,8 @@ def _no_version_message(model: ModelView) -> str:
     )
 
 
-@rule("TD104", "no-loadable-version", "error", "No version for the server to load")
+@rule("TD104", "no-loadable-version", "error", "No version for the server to load",
+      server_says=("at least one version must be available under the version policy of model",))
 def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: that the version policy selects at least one version directory that is
@@ -138,7 +143,9 @@ def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterato
     )
 
 
-@rule("TD105", "version-dir-ignored", "warning", "Version directory the server ignores", needs=())
+@rule("TD105", "version-dir-ignored", "warning", "Version directory the server ignores", needs=(),
+      server_says=("which contains leading zeros in its directory name",
+                   "which fails to convert to integral number"))
 def version_dir_ignored(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: subdirectories whose names the server skips as versions: leading zeros
@@ -219,7 +226,8 @@ def version_dir_misread(model: ModelView, repository: RepositoryView) -> Iterato
             )
 
 
-@rule("TD107", "specific-version-missing", "warning", "version_policy names an absent version")
+@rule("TD107", "specific-version-missing", "warning", "version_policy names an absent version",
+      server_says=("but the version directory is not present",))
 def specific_version_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: versions listed in `version_policy { specific { versions: [...] } }`
@@ -269,7 +277,9 @@ def _missing_file_message(model: ModelView, path: str) -> str | None:
     return None
 
 
-@rule("TD108", "model-file-missing", "error", "The model file is missing from a version")
+@rule("TD108", "model-file-missing", "error", "The model file is missing from a version",
+      server_says=("failed to stat file", "Python model file not found", "unable to find '",
+                   "unable to load plan file to auto complete config"))
 def model_file_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: every version the policy loads holds the file its backend opens:
@@ -320,7 +330,8 @@ def _holds(entries: set[str]) -> str:
     return f"it holds: {shown}" + (f" and {more} more files" if more > 0 else "")
 
 
-@rule("TD109", "config-missing", "info", "No config.pbtxt", needs=())
+@rule("TD109", "config-missing", "info", "No config.pbtxt", needs=(),
+      server_says=("config.pbtxt: No such file or directory",))
 def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: model directories without config.pbtxt.
@@ -357,7 +368,9 @@ def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit
     )
 
 
-@rule("TD110", "label-file", "error", "Output label file missing or outside the model")
+@rule("TD110", "label-file", "error", "Output label file missing or outside the model",
+      server_says=("failed to open text file for read", "label file path '",
+                   "is outside model directory"))
 def label_file(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each output's `label_filename` names a file inside the model directory
@@ -468,7 +481,8 @@ def autocomplete_wrong_dir(model: ModelView, repository: RepositoryView) -> Iter
         )
 
 
-@rule("TD113", "runtime-escapes", "error", "runtime points outside the backend directory")
+@rule("TD113", "runtime-escapes", "error", "runtime points outside the backend directory",
+      server_says=("unable to find backend library '", "escapes backend directory"))
 def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a `runtime` library given as a path: it must be found in the version or

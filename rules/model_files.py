@@ -41,7 +41,9 @@ def model_files(model: ModelView) -> Iterator[tuple[int, ModelFile]]:
             yield number, found
 
 
-@rule("TD301", "model-file-unusable", "error", "The model file is not a model its backend loads")
+@rule("TD301", "model-file-unusable", "error", "The model file is not a model its backend loads",
+      server_says=("SyntaxError", "Protobuf parsing failed", "PytorchStreamReader",
+                   "unable to create TensorRT engine", "/model.onnx' for model instance '"))
 def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the file each loaded version's backend opens is what that backend reads:

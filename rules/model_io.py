@@ -97,7 +97,8 @@ def _fix(model: ModelView, found: ModelFile, problem: Problem) -> str:
     return f"Declare the model's {kind}s as it has them:\n{block}"
 
 
-@rule("TD303", "io-count-mismatch", "error", "Config and model have different numbers of inputs")
+@rule("TD303", "io-count-mismatch", "error", "Config and model have different numbers of inputs",
+      server_says=("inputs, model provides",))
 def io_count_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the number of inputs the config declares (ONNX: non-optional inputs,
@@ -116,7 +117,8 @@ def io_count_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[
     yield from _hits(model, ("count",))
 
 
-@rule("TD304", "io-name-unknown", "error", "Config names a tensor the model does not have")
+@rule("TD304", "io-name-unknown", "error", "Config names a tensor the model does not have",
+      server_says=("unexpected inference input", "unexpected inference output"))
 def io_name_unknown(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: every input and output name in the config is a tensor of the model file
@@ -133,7 +135,8 @@ def io_name_unknown(model: ModelView, repository: RepositoryView) -> Iterator[Hi
     yield from _hits(model, ("name",))
 
 
-@rule("TD305", "io-dtype-mismatch", "error", "Config data_type differs from the model's")
+@rule("TD305", "io-dtype-mismatch", "error", "Config data_type differs from the model's",
+      server_says=("configuration expects datatype",))
 def io_dtype_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each tensor's `data_type` equals the element type the ONNX model
@@ -150,7 +153,12 @@ def io_dtype_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[
     yield from _hits(model, ("dtype",))
 
 
-@rule("TD306", "io-shape-mismatch", "error", "Config dims do not fit the model's shape")
+@rule("TD306", "io-shape-mismatch", "error", "Config dims do not fit the model's shape",
+      server_says=("the model expects",
+                   "for the model to support batching the shape should have at least 1 "
+                   "dimension and the first dimension must be -1",
+                   "should only provide 1 in the model configuration when the model "
+                   "doesn't support batching"))
 def io_shape_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each tensor's `dims` (or `reshape`), with the batch dimension in front
@@ -170,7 +178,10 @@ def io_shape_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[
     yield from _hits(model, ("dims",))
 
 
-@rule("TD307", "io-type-unsupported", "error", "Tensor type the backend cannot serve")
+@rule("TD307", "io-type-unsupported", "error", "Tensor type the backend cannot serve",
+      server_says=("Unsupported ONNX Type '", "unsupported datatype ",
+                   "Only a single input of type Dict(str, Tensor) or input(s) of type "
+                   "Tensor are supported"))
 def io_type_unsupported(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the backend can hold each tensor: ONNX inputs and outputs are tensors
@@ -190,7 +201,8 @@ def io_type_unsupported(model: ModelView, repository: RepositoryView) -> Iterato
     yield from _hits(model, ("type",))
 
 
-@rule("TD308", "autofill-batching-refused", "error", "max_batch_size for a model that cannot batch")
+@rule("TD308", "autofill-batching-refused", "error", "max_batch_size for a model that cannot batch",
+      server_says=("autofill failed",))
 def autofill_batching_refused(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: with auto-complete on and the inputs or outputs left to it, a

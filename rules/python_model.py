@@ -29,6 +29,7 @@ _WHAT = {
 @rule(
     "TD309", "python-auto-complete-refused", "error",
     "model.py's auto_complete_config contradicts config.pbtxt",
+    server_says=("the model expects dims [", "auto-complete-config", "auto_complete_config"),
 )
 def python_auto_complete_refused(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -109,7 +110,8 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
             )
 
 
-@rule("TD311", "torch-input-binding", "warning", "PyTorch inputs bound by config order")
+@rule("TD311", "torch-input-binding", "warning", "PyTorch inputs bound by config order",
+      server_says=("nor do they follow the <name>__<index> naming convention",))
 def torch_input_binding_order(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: how the PyTorch backend binds config inputs to TorchScript forward()

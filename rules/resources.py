@@ -21,7 +21,8 @@ def _caveat(view: LiveView) -> str:
 
 
 @rule("TD701", "gpu-memory-pressure", "warning", "GPU memory nearly full", scope="live",
-      needs=("gpu",))
+      needs=("gpu",),
+      log_says=("out of memory",))
 def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: used ÷ total memory of each GPU (NVML), against `gpu-memory` (default
@@ -208,7 +209,9 @@ def dev_shm_nearly_full(view: LiveView) -> Iterator[Hit]:
 
 
 @rule("TD714", "container-default-shm", "warning", "Container left at Docker's 64 MB /dev/shm",
-      scope="live", needs=("container", "server"))
+      scope="live", needs=("container", "server"),
+      server_says=("Unable to initialize shared memory key",),
+      log_says=("Failed to increase the shared memory pool size",))
 def container_default_shm(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the server's container has Docker's default 64 MB /dev/shm

@@ -7,67 +7,17 @@ settings (``[thresholds]``), with the defaults each rule's docs give.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-from triton_doctor.findings import Hit, Severity
+from triton_doctor.explain import explain_reason
+from triton_doctor.findings import Finding, Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.triton.server_model import LiveView, ModelRates
 
-#: Fragments of the server's load errors, and the static rule that explains them.
-REASON_RULES: tuple[tuple[str, str], ...] = (
-    ("unable to find backend library", "TD504"),
-    ("must specify 'dims'", "TD211"),
-    ("must specify 'data_type'", "TD211"),
-    ("dimension must be integer >= 1", "TD212"),
-    ("SyntaxError", "TD301"),
-    ("Protobuf parsing failed", "TD301"),
-    ("PytorchStreamReader", "TD301"),
-    ("unexpected inference input", "TD304"),
-    ("unexpected inference output", "TD304"),
-    ("inputs, model provides", "TD303"),
-    ("configuration expects datatype", "TD305"),
-    ("the model expects dims [", "TD309"),  # the Python backend's wording
-    ("the model expects", "TD306"),
-    ("autofill failed", "TD308"),
-    ("auto-complete-config", "TD309"),
-    ("auto_complete_config", "TD309"),
-    ("not compatible with this version of TensorRT", "TD501"),
-    ("incompatible device", "TD502"),
-    ("Unsupported model IR version", "TD503"),
-    ("no GPUs are available", "TD231"),
-    ("invalid or unsupported gpu id", "TD231"),
-    ("supports only GPU device", "TD235"),
-    ("failed to stat file", "TD108"),
-    ("Python model file not found", "TD108"),
-    ("unable to find '", "TD108"),
-    ("in ensemble", "TD412"),
-    ("Unable to initialize shared memory key", "TD714"),
-)
-
-
-#: Fragments of server log lines written while serving (not loading), and the rule about them.
-LOG_RULES: tuple[tuple[str, str], ...] = (
-    ("Failed to process the request(s)", "TD613"),
-    ("failed to load", "TD601"),
-    ("out of memory", "TD701"),
-    ("Failed to increase the shared memory pool size", "TD714"),
-)
-
-
-def explain_reason(reason: str) -> str | None:
-    """The rule whose documentation explains a server's load error, if one does."""
-    return next((rule_id for fragment, rule_id in REASON_RULES if fragment in reason), None)
-
-
-def explain_log_line(line: str) -> str | None:
-    """The rule that explains a server log line: its load error, or what it says at run time."""
-    return explain_reason(line) or next(
-        (rule_id for fragment, rule_id in LOG_RULES if fragment.lower() in line.lower()), None)
-
 
 @rule("TD601", "model-not-ready", "error", "A model is not ready on the server", scope="live",
-      needs=("server",))
-def model_not_ready(view: LiveView) -> Iterator[Hit]:
+      needs=("server", "static_findings"), log_says=("failed to load",), relays_server=True)
+def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Iterator[Hit]:
     """
     What it checks: every model in the server's repository index is READY. For each that is
     not, the server's own reason, and the rule that explains it: a finding of `check` on the
@@ -87,7 +37,7 @@ def model_not_ready(view: LiveView) -> Iterator[Hit]:
     for model in view.server.models:
         if model.state == "READY":
             continue
-        static = [f for f in view.static_findings
+        static = [f for f in static_findings
                   if f.model == model.name and f.severity >= Severity.ERROR]
         explained = static[0].rule if static else explain_reason(model.reason)
         state = model.state or "not loaded (failed before loading)"
@@ -302,7 +252,8 @@ def low_batch_efficiency(view: LiveView) -> Iterator[Hit]:
         )
 
 
-@rule("TD613", "failure-rate", "error", "Requests are failing", scope="live", needs=("server",))
+@rule("TD613", "failure-rate", "error", "Requests are failing", scope="live", needs=("server",),
+      log_says=("Failed to process the request(s)",))
 def failure_rate(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the share of failed requests over the window, per model; it fires above

@@ -12,7 +12,6 @@ from functools import cached_property
 from typing import Any
 
 from triton_doctor.evidence import Evidence, ModelStats, ServerModel, ServerSample
-from triton_doctor.findings import Finding
 from triton_doctor.triton.metrics_model import MetricsView
 
 NS_PER_MS = 1_000_000
@@ -120,8 +119,6 @@ class LiveView:
 
     def __init__(self, evidence: Evidence) -> None:
         self.evidence = evidence
-        #: The static findings on that repository (set by the engine before live rules run).
-        self.static_findings: list[Finding] = []
         self.server = evidence.server
         self.metrics = evidence.metrics
         self.gpu = evidence.gpu
