@@ -118,6 +118,11 @@ def _complete(config_text: str, name: str, subdirs: dict[str, list[str]]) -> tup
         ('platform: "ensemble"', "m", {}, ("", "ensemble", "", "")),
         ('backend: "tensorflow"', "m", {"1": ["model.graphdef"]},
          ("tensorflow", "tensorflow_graphdef", "model.graphdef", "")),
+        # Core looks for the savedmodel directory first, then the graphdef file: the file wins.
+        ("", "m", {"1": ["model.graphdef", "model.savedmodel/"]},
+         ("tensorflow", "tensorflow_graphdef", "model.graphdef", "")),
+        ('default_model_filename: "model.savedmodel"', "m", {"1": ["model.graphdef"]},
+         ("tensorflow", "tensorflow_savedmodel", "model.savedmodel", "")),
     ],
 )
 def test_backend_inference_follows_the_server(
