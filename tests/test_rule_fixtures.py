@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import os
 import shlex
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,24 +55,13 @@ def _params() -> list[object]:
     return [pytest.param(r, id=r.id) for r in RULES]
 
 
-@pytest.fixture
-def workdir(tmp_path: Path) -> Iterator[Path]:
-    """A scratch directory, made deletable again afterwards (builders remove permissions)."""
-    yield tmp_path
-    for current, dirnames, _ in os.walk(tmp_path):
-        for name in dirnames:
-            path = os.path.join(current, name)
-            if not os.path.islink(path):
-                os.chmod(path, 0o755)
-
-
-def _location(rule_id: str, kind: str, workdir: Path) -> Path:
+def _location(rule_id: str, kind: str, tmp_path: Path) -> Path:
     """Where the fixture is judged: its committed directory, or the copy its build.py adds to."""
-    return workdir / kind if _builder(rule_id, kind) else FIXTURES / rule_id / kind
+    return tmp_path / kind if _builder(rule_id, kind) else FIXTURES / rule_id / kind
 
 
-def _repository(rule_id: str, kind: str, workdir: Path) -> Path:
-    repo = _location(rule_id, kind, workdir)
+def _repository(rule_id: str, kind: str, tmp_path: Path) -> Path:
+    repo = _location(rule_id, kind, tmp_path)
     build = _builder(rule_id, kind)
     if build is not None:
         shutil.copytree(FIXTURES / rule_id / kind, repo, symlinks=True)
@@ -81,7 +69,7 @@ def _repository(rule_id: str, kind: str, workdir: Path) -> Path:
     return repo
 
 
-def _judge(rule_id: str, kind: str, workdir: Path) -> Result:
+def _judge(rule_id: str, kind: str, tmp_path: Path) -> Result:
     """Every rule run on the fixture, with the fixture's args. A live rule's fixture is
     a snapshot (``snapshot.json``, from fixtures/generate/live_snapshots.py)."""
     saved = FIXTURES / rule_id / kind / "snapshot.json"
@@ -89,25 +77,25 @@ def _judge(rule_id: str, kind: str, workdir: Path) -> Result:
         return run(snapshot.read(str(saved)), select_rules([], []))
     args_file = FIXTURES / rule_id / "args"
     extra = shlex.split(args_file.read_text()) if args_file.exists() else []
-    repo = _repository(rule_id, kind, workdir)
+    repo = _repository(rule_id, kind, tmp_path)
     invocation = Invocation.from_args(build_parser().parse_args(["check", str(repo), *extra]))
     return run(collect(invocation), select_rules([], []))
 
 
-def _findings(rule_id: str, kind: str, workdir: Path) -> list[Finding]:
+def _findings(rule_id: str, kind: str, tmp_path: Path) -> list[Finding]:
     """This rule's findings when every rule runs on the fixture; the rule must have judged
     it (a rule that raised or lacked its evidence is skipped, which is not silence)."""
-    result = _judge(rule_id, kind, workdir)
+    result = _judge(rule_id, kind, tmp_path)
     skipped = [s for s in result.skipped if s.rule == rule_id or s.internal]
     assert not skipped, "\n".join(f"{s.rule} {s.model}: {s.reason}" for s in skipped)
     return [f for f in result.findings if f.rule == rule_id]
 
 
 @pytest.mark.parametrize("candidate", _params())
-def test_rule_fires_on_fail_fixture(candidate: Rule, workdir: Path) -> None:
+def test_rule_fires_on_fail_fixture(candidate: Rule, tmp_path: Path) -> None:
     """The rule fires on fail/, and quotes the server there iff it declares server_says (or
     relays the server's text, as TD601 does a load error); each quote holds a declared word."""
-    findings = _findings(candidate.id, "fail", workdir)
+    findings = _findings(candidate.id, "fail", tmp_path)
     assert findings, f"{candidate.id} does not fire on fixtures/rules/{candidate.id}/fail"
     assert all(f.triton_message != "" for f in findings), "empty triton_message"
     quoted = [f.triton_message for f in findings if f.triton_message]
@@ -119,26 +107,26 @@ def test_rule_fires_on_fail_fixture(candidate: Rule, workdir: Path) -> None:
 
 
 @pytest.mark.parametrize("candidate", _params())
-def test_rule_silent_on_pass_fixture(candidate: Rule, workdir: Path) -> None:
-    findings = _findings(candidate.id, "pass", workdir)
+def test_rule_silent_on_pass_fixture(candidate: Rule, tmp_path: Path) -> None:
+    findings = _findings(candidate.id, "pass", tmp_path)
     assert not findings, "\n".join(f"{f.model}: {f.message}" for f in findings)
 
 
 @pytest.mark.parametrize("candidate", _params())
-def test_pass_fixture_is_clean_under_every_rule(candidate: Rule, workdir: Path) -> None:
+def test_pass_fixture_is_clean_under_every_rule(candidate: Rule, tmp_path: Path) -> None:
     """A passing fixture is a correct repository: no rule may warn about it, which also keeps
     rules from flagging each other's good examples."""
-    findings = [f for f in _judge(candidate.id, "pass", workdir).findings
+    findings = [f for f in _judge(candidate.id, "pass", tmp_path).findings
                 if f.severity >= Severity.WARNING]
     assert not findings, "\n".join(f"{f.rule} {f.model}: {f.message}" for f in findings)
 
 
 @pytest.mark.parametrize("candidate", _params())
-def test_fail_fixture_findings_are_pinned(candidate: Rule, workdir: Path) -> None:
+def test_fail_fixture_findings_are_pinned(candidate: Rule, tmp_path: Path) -> None:
     """What the rule says on fail/ (message, line, field, fix, the server's words) is what its
     findings.txt holds: firing with other words fails here."""
-    findings = _findings(candidate.id, "fail", workdir)
-    repository = _location(candidate.id, "fail", workdir)
+    findings = _findings(candidate.id, "fail", tmp_path)
+    repository = _location(candidate.id, "fail", tmp_path)
     text = render(candidate.id, findings, repository)
     assert_pinned(FIXTURES / candidate.id / "fail" / NAME, text)
 
