@@ -1,17 +1,22 @@
 """Rule documentation generated from the registry, so nothing is written twice.
 
-``python -m triton_doctor.docs`` rewrites the rules table in README.md and docs/rules.md.
+``python -m triton_doctor.docs`` rewrites the rules table in README.md, the demo's summary line
+at its top (which counts the rules) and docs/rules.md: a new rule needs nothing written by hand
+outside its module and its fixtures.
 """
 
 from __future__ import annotations
 
 import re
+import subprocess
 import sys
 from pathlib import Path
 
 from triton_doctor.catalogue import all_rules
 
 BEGIN, END = "<!-- rules:begin -->", "<!-- rules:end -->"
+#: The last line of ``check`` on the demo repository, as the README's first example shows it.
+SUMMARY = re.compile(r"^[✗✓] .* · \d+ rules.*$", re.MULTILINE)
 
 
 def rules_table() -> str:
@@ -45,9 +50,21 @@ def with_table(readme: str) -> str:
     return pattern.sub(lambda _: f"{BEGIN}\n{rules_table()}\n{END}", readme)
 
 
+def demo_summary(root: Path) -> str:
+    """The summary line ``check`` prints on the bundled demo repository."""
+    done = subprocess.run(
+        [sys.executable, "-m", "triton_doctor", "check", "--color", "never",
+         "fixtures/demo-repository"], cwd=root, capture_output=True, text=True, check=False)
+    return done.stdout.rstrip().splitlines()[-1]
+
+
+def with_summary(readme: str, summary: str) -> str:
+    return SUMMARY.sub(lambda _: summary, readme, count=1)
+
+
 def main(root: Path) -> None:
     readme = root / "README.md"
-    readme.write_text(with_table(readme.read_text()))
+    readme.write_text(with_summary(with_table(readme.read_text()), demo_summary(root)))
     (root / "docs" / "rules.md").write_text(rules_reference())
 
 

@@ -18,4 +18,13 @@ def test_rules_reference_is_current() -> None:
 
 def test_readme_demo_summary_is_current() -> None:
     summary = run_cli("check", str(DEMO)).stdout.rstrip().splitlines()[-1]
-    assert summary in (ROOT / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert summary in readme, "run: python -m triton_doctor.docs"
+    assert docs.with_summary(readme, summary) == readme
+
+
+def test_docs_rewrite_the_summary_line_only() -> None:
+    readme = "intro\n```\n$ triton-doctor check demo\n✗ 1 error in 1 model · 3 rules\n```\n"
+    rewritten = docs.with_summary(readme, "✓ 0 errors in 1 model · 4 rules")
+    assert rewritten == readme.replace("✗ 1 error in 1 model · 3 rules",
+                                       "✓ 0 errors in 1 model · 4 rules")
