@@ -136,11 +136,9 @@ class OnnxFacts:
     ir_version: int = 0
     #: Operator-set versions by domain ("" is the default ONNX domain).
     opsets: dict[str, int] = field(default_factory=dict)
-    producer: str = ""
     #: Names of initializers: inputs that an initializer backs may be left out of the config.
     initializer_inputs: list[str] = field(default_factory=list)
-    #: External data files the graph references (relative to the .onnx file) and those absent.
-    external_data: list[str] = field(default_factory=list)
+    #: External data files the graph references (relative to the .onnx file) that are absent.
     missing_external_data: list[str] = field(default_factory=list)
     #: External data locations that are absolute or lead out of the .onnx file's directory;
     #: they are never looked up (the lookup would tell whether any file on the host exists).
@@ -158,7 +156,6 @@ class PlanFacts:
     #: "major.minor" of the GPU the plan was built for, or "" when not found.
     compute_capability: str = ""
     multiprocessor_count: int | None = None
-    serialization_version: int | None = None
     #: Ultralytics' JSON metadata prefix, when the export wrote one.
     metadata: dict[str, Any] = field(default_factory=dict)
 
@@ -168,17 +165,12 @@ class TorchScriptArg:
     name: str
     #: The annotation as TorchScript code writes it ("Tensor", "List[Tensor]", "float").
     annotation: str = ""
-    has_default: bool = False
 
 
 @dataclass
 class TorchScriptFacts:
-    #: The module class data.pkl names, e.g. "__torch__.Net".
-    module_class: str = ""
     #: forward()'s arguments after self; None when the code could not be found.
     forward_args: list[TorchScriptArg] | None = None
-    returns: str = ""
-    file_format_version: str = ""
 
 
 @dataclass

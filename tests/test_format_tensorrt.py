@@ -27,23 +27,22 @@ def facts_of(found: ModelFile) -> PlanFacts:
     return found.tensorrt
 
 
-# (version, cc, SMs, container, serialization version) of real plans, TensorRT 7.0 to 10.6.
+# (version, cc, SMs, container) of real plans, TensorRT 7.0 to 10.6.
 RELEASES = [
-    ((7, 0, 0, 11), (6, 1), 16, "ptrt", None),
-    ((7, 1, 3, 0), (7, 2), 8, "ptrt", None),
-    ((8, 2, 4, 2), (6, 1), 6, "ptrt", 205),
-    ((8, 6, 1, 6), (8, 9), 128, "ftrt", 236),
-    ((8, 6, 1, 6), (8, 9), 46, "ftrt", 236),
-    ((10, 0, 1, 6), (8, 9), 142, "ftrt", 237),
-    ((10, 3, 0, 26), (7, 5), 40, "ftrt", 239),
-    ((10, 6, 0, 26), (7, 5), 16, "ftrt", 239),
+    ((7, 0, 0, 11), (6, 1), 16, "ptrt"),
+    ((7, 1, 3, 0), (7, 2), 8, "ptrt"),
+    ((8, 2, 4, 2), (6, 1), 6, "ptrt"),
+    ((8, 6, 1, 6), (8, 9), 128, "ftrt"),
+    ((8, 6, 1, 6), (8, 9), 46, "ftrt"),
+    ((10, 0, 1, 6), (8, 9), 142, "ftrt"),
+    ((10, 3, 0, 26), (7, 5), 40, "ftrt"),
+    ((10, 6, 0, 26), (7, 5), 16, "ftrt"),
 ]
 
 
-@pytest.mark.parametrize(("version", "cc", "sms", "container", "serialization"), RELEASES)
+@pytest.mark.parametrize(("version", "cc", "sms", "container"), RELEASES)
 def test_releases(
     tmp_path: Path, version: tuple[int, ...], cc: tuple[int, int], sms: int, container: str,
-    serialization: int | None,
 ) -> None:
     found = read_bytes(tmp_path, build_plan(version, cc, sms, container=container))
     facts = facts_of(found)
@@ -52,7 +51,6 @@ def test_releases(
     assert facts.tensorrt_version == ".".join(map(str, version))
     assert facts.compute_capability == f"{cc[0]}.{cc[1]}"
     assert facts.multiprocessor_count == sms
-    assert facts.serialization_version == serialization
     assert facts.metadata == {}
     assert found.inputs is None and found.outputs is None
 
@@ -122,7 +120,7 @@ def test_legacy_plan(tmp_path: Path) -> None:
     facts = facts_of(found)
     assert facts.container == "legacy"
     assert (facts.tensorrt_version, facts.compute_capability) == ("", "")
-    assert facts.multiprocessor_count is None and facts.serialization_version is None
+    assert facts.multiprocessor_count is None
 
 
 def test_random_bytes(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ MODEL_FIELDS = {
 }
 #: Field numbers above this may be added by a future ONNX, so they do not count against it.
 LAST_KNOWN_MODEL_FIELD = 26
-IR_VERSION, PRODUCER_NAME, PRODUCER_VERSION, GRAPH, OPSET_IMPORT = 1, 2, 3, 7, 8
+IR_VERSION, GRAPH, OPSET_IMPORT = 1, 7, 8
 GRAPH_NODE = 1
 GRAPH_INITIALIZER, GRAPH_INPUT, GRAPH_OUTPUT, GRAPH_SPARSE_INITIALIZER = 5, 11, 12, 15
 #: Graph fields read at most, by kind: real models hold hundreds of inputs and outputs and
@@ -190,8 +190,6 @@ class TopLevel:
     """What the ModelProto's own fields say, before anything nested is parsed."""
 
     ir_version: int | None = None
-    producer_name: str = ""
-    producer_version: str = ""
     graphs: list[tuple[int, int]] = field(default_factory=list)
     opsets: list[tuple[int, int]] = field(default_factory=list)
     fields_seen: int = 0
@@ -208,7 +206,7 @@ def read_top_level(wire: Wire) -> TopLevel:
     pos_of_field = 0
     try:
         for number, wire_type, a, b in wire.fields(0, wire.size):
-            note_model_field(wire, top, number, wire_type, a, b, pos_of_field)
+            note_model_field(top, number, wire_type, a, b, pos_of_field)
             pos_of_field = b
     except WireError as error:
         top.error = error
@@ -219,7 +217,7 @@ def read_top_level(wire: Wire) -> TopLevel:
     return top
 
 
-def note_model_field(wire: Wire, top: TopLevel, number: int, wire_type: int, a: int, b: int,
+def note_model_field(top: TopLevel, number: int, wire_type: int, a: int, b: int,
                      at: int) -> None:
     """Record one ModelProto field (nested messages only by their byte range)."""
     if top.fields_seen == 0 and number == IR_VERSION and wire_type == VARINT:
@@ -230,10 +228,6 @@ def note_model_field(wire: Wire, top: TopLevel, number: int, wire_type: int, a: 
         return  # protobuf treats a field with an unexpected wire type as an unknown field
     if number == IR_VERSION:
         top.ir_version = signed64(a)
-    elif number == PRODUCER_NAME:
-        top.producer_name = wire.text(a, b)
-    elif number == PRODUCER_VERSION:
-        top.producer_version = wire.text(a, b)
     elif number == GRAPH:
         top.graph_key_seen = True
         top.graphs.append((a, b))  # a repeated message field merges: read every occurrence
@@ -483,9 +477,7 @@ def read_wire(wire: Wire, path: str) -> ModelFile:
     facts = OnnxFacts(
         ir_version=top.ir_version or 0,
         opsets=opsets,
-        producer=f"{top.producer_name} {top.producer_version}".strip(),
         initializer_inputs=[info.name for info in graph.inputs if info.name in graph.initializers],
-        external_data=list(graph.external),
         missing_external_data=missing,
         outside_external_data=outside,
     )

@@ -208,8 +208,7 @@ def _first_engine(handle: BinaryIO, head: bytes, start: int) -> bytes | None:
 
 
 def _read_engine(blob: bytes, facts: PlanFacts) -> None:
-    """Fills version, device properties and serialization version from a ``ptrt`` blob."""
-    facts.serialization_version = _serialization_version(blob)
+    """Fills version and device properties from a ``ptrt`` blob."""
     version = _find_version_tokens(blob)
     if version is None:
         return
@@ -219,23 +218,6 @@ def _read_engine(blob: bytes, facts: PlanFacts) -> None:
     if len(props) >= 2 and 1 <= props[0] <= 20 and 0 <= props[1] <= 9:
         facts.compute_capability = f"{props[0]}.{props[1]}"
         facts.multiprocessor_count = _sm_count(props, parts)
-
-
-def _serialization_version(blob: bytes) -> int | None:
-    """The engine's serialization version from the blob header (TensorRT >= 8.2 layouts).
-
-    Observed headers after the magic: ``[0, version, 0, u64 size]`` (8.2 to 10.3) and
-    ``[version, u64 size, 0]`` (10.6). TensorRT 7 headers have another shape: left unknown.
-    """
-    words = [_u32(blob, offset) for offset in (4, 8, 12, 16)]
-    if None in words:
-        return None
-    first, second, third, fourth = (word or 0 for word in words)
-    if first == 0 and third == 0 and 100 <= second < 10_000:
-        return second
-    if 100 <= first < 10_000 and fourth == 0:
-        return first
-    return None
 
 
 def _token_at(blob: bytes, offset: int) -> _Token | None:

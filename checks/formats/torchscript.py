@@ -28,7 +28,6 @@ from triton_doctor.safe_files import open_file
 MAX_CODE_BYTES = 4 * 1024 * 1024
 #: Bytes of data.pkl disassembled: the class name is its first opcodes.
 MAX_PICKLE_SCAN_BYTES = 1024 * 1024
-MAX_VERSION_BYTES = 64
 #: Budgets for the zip's central directory, which ``zipfile`` reads whole into objects (3 M
 #: entries cost 1.6 GB); real TorchScript archives hold one entry per tensor, far fewer.
 MAX_ZIP_ENTRIES = 100_000
@@ -181,19 +180,17 @@ def _read_archive(archive: zipfile.ZipFile, path: str, found: ModelFile) -> None
         )
         return
     found.kind = "torchscript"
-    facts = TorchScriptFacts(file_format_version=_read_version(archive, prefix))
+    facts = TorchScriptFacts()
     found.torchscript = facts
     pickle_head = _read_member(archive, f"{prefix}data.pkl", MAX_PICKLE_SCAN_BYTES, whole=False)
     global_name = _first_global(pickle_head) if pickle_head else None
     if global_name is None:
         return
     module, class_name = global_name
-    facts.module_class = f"{module}.{class_name}"
     code_path = f"{prefix}code/{module.replace('.', '/')}.py"
     code = _read_member(archive, code_path, MAX_CODE_BYTES, whole=True)
-    signature = _forward_signature(code, class_name) if code is not None else None
-    if signature is not None:
-        facts.forward_args, facts.returns = signature
+    facts.forward_args = _forward_args(code, class_name) if code is not None else None
+    if facts.forward_args is not None:
         found.inputs = [
             TensorInfo(name=arg.name, source_type=arg.annotation,
                        is_tensor=arg.annotation == "Tensor")
@@ -216,16 +213,6 @@ def _read_member(
     if len(data) > limit:
         return None if whole else data[:limit]
     return data
-
-
-def _read_version(archive: zipfile.ZipFile, prefix: str) -> str:
-    """The archive's file-format version ("3"), or "" when absent or not text."""
-    for name in (f"{prefix}version", f"{prefix}.data/version"):
-        raw = _read_member(archive, name, MAX_VERSION_BYTES, whole=True)
-        if raw is not None:
-            text = raw.decode("ascii", "replace").strip()
-            return text if text.isdigit() else ""
-    return ""
 
 
 def _is_legacy_torch_save(head: bytes) -> bool:
@@ -266,8 +253,8 @@ def _first_global(data: bytes) -> tuple[str, str] | None:
     return None
 
 
-def _forward_signature(code: bytes, class_name: str) -> tuple[list[TorchScriptArg], str] | None:
-    """forward()'s arguments (after self) and return annotation, from the class's code."""
+def _forward_args(code: bytes, class_name: str) -> list[TorchScriptArg] | None:
+    """forward()'s arguments (after self), from the class's code."""
     try:
         tree = ast.parse(code.decode("utf-8", "replace"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -276,7 +263,7 @@ def _forward_signature(code: bytes, class_name: str) -> tuple[list[TorchScriptAr
     if forward is None:
         return None
     try:
-        return _arguments(forward), _unparse(forward.returns)
+        return _arguments(forward)
     except RecursionError:
         return None
 
@@ -298,14 +285,5 @@ def _arguments(forward: ast.FunctionDef) -> list[TorchScriptArg]:
     """Arguments in order; the first positional one is ``self`` and is left out."""
     spec = forward.args
     positional = [*spec.posonlyargs, *spec.args]
-    first_default = len(positional) - len(spec.defaults)
-    found = [
-        TorchScriptArg(arg.arg, _unparse(arg.annotation), index >= first_default)
-        for index, arg in enumerate(positional)
-        if index > 0
-    ]
-    found += [
-        TorchScriptArg(arg.arg, _unparse(arg.annotation), default is not None)
-        for arg, default in zip(spec.kwonlyargs, spec.kw_defaults, strict=True)
-    ]
-    return found
+    return [TorchScriptArg(arg.arg, _unparse(arg.annotation))
+            for arg in [*positional[1:], *spec.kwonlyargs]]
