@@ -278,7 +278,7 @@ def _configs(api: _Api, evidence: ServerEvidence,
 
 
 def sample(url: str, timeout: float) -> ServerSample:
-    """Per-model counters and the registered shared-memory regions, at one moment.
+    """Per-model counters and the registered system shared-memory regions, at one moment.
 
     Raises SourceUnavailable when the statistics call gets no answer; after that each endpoint
     that fails is recorded in ``errors`` and its part left empty.
@@ -293,7 +293,6 @@ def sample(url: str, timeout: float) -> ServerSample:
         else:
             _unexpected(taken.errors, "GET /v2/models/stats", stats)
     taken.system_shm = _regions(api, "/v2/systemsharedmemory/status", taken.errors)
-    taken.cuda_shm = _regions(api, "/v2/cudasharedmemory/status", taken.errors)
     return taken
 
 
@@ -337,7 +336,7 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 
 def _regions(api: _Api, path: str, errors: dict[str, str]) -> list[ShmRegion]:
-    """System regions carry their /dev/shm key, CUDA regions their device."""
+    """The regions a shared-memory status answer lists; none when it fails."""
     answer = _fetch(api, "GET", path, errors)
     if answer is None:
         return []
@@ -349,7 +348,6 @@ def _regions(api: _Api, path: str, errors: dict[str, str]) -> list[ShmRegion]:
             name=_text(region, "name"),
             key=_text(region, "key"),
             byte_size=_int(region.get("byte_size")),
-            device_id=region.get("device_id") if isinstance(region.get("device_id"), int) else None,
         )
         for region in _dicts(answer)
     ]

@@ -298,13 +298,12 @@ class ModelStats:
 
 @dataclass
 class ShmRegion:
-    """A shared-memory region registered with the server (system or CUDA)."""
+    """A system shared-memory region registered with the server."""
 
     name: str
-    #: The /dev/shm key of a system region ("" for CUDA regions).
+    #: The /dev/shm key that backs it.
     key: str = ""
     byte_size: int = 0
-    device_id: int | None = None
 
 
 @dataclass
@@ -315,7 +314,6 @@ class ServerSample:
     at: float
     stats: list[ModelStats] = field(default_factory=list)
     system_shm: list[ShmRegion] = field(default_factory=list)
-    cuda_shm: list[ShmRegion] = field(default_factory=list)
     #: Endpoints that failed while the rest answered: endpoint -> why (their part stays empty,
     #: which must not read as "no traffic" or "no regions").
     errors: dict[str, str] = field(default_factory=dict)

@@ -165,8 +165,7 @@ def fake() -> Iterator[Fake]:
 LIVE_OK = {"/v2/health/live": (200, b""), "/v2/health/ready": (200, b""),
            "/v2": (200, b'{"name":"triton","version":"2.51.0","extensions":[]}'),
            "/v2/repository/index": (200, b"[]"), "/v2/models/stats": (200, b'{"model_stats":[]}'),
-           "/v2/systemsharedmemory/status": (200, b"[]"),
-           "/v2/cudasharedmemory/status": (200, b"[]")}
+           "/v2/systemsharedmemory/status": (200, b"[]")}
 METRICS_OK = b"# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization 0.5\n"
 
 

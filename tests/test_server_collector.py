@@ -319,8 +319,7 @@ def test_500_everywhere() -> None:
         "POST /v2/repository/index": "HTTP 500: 'upstream broke'",
     }
     assert taken.stats == [] and set(taken.errors) == {
-        "GET /v2/models/stats", "GET /v2/systemsharedmemory/status",
-        "GET /v2/cudasharedmemory/status"}
+        "GET /v2/models/stats", "GET /v2/systemsharedmemory/status"}
 
 
 def test_triton_error_body_is_quoted() -> None:
@@ -351,8 +350,7 @@ def test_wrong_json_shapes() -> None:
               "GET /v2/models/m/config": (200, b"[]"),
               "GET /v2/models/stats": (200, b'{"model_stats":[{"name":"m","version":"1",'
                                             b'"inference_count":"x","batch_stats":7}]}'),
-              "GET /v2/systemsharedmemory/status": (200, b'{"regions":[]}'),
-              "GET /v2/cudasharedmemory/status": (200, b"[]")}
+              "GET /v2/systemsharedmemory/status": (200, b'{"regions":[]}')}
     with http_server(routes) as url:
         evidence = describe(url, TIMEOUT)
         taken = sample(url, TIMEOUT)

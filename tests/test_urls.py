@@ -115,7 +115,7 @@ def test_split_url_parts() -> None:
 ROUTES = {"/v2/health/live": b"", "/v2/health/ready": b"",
           "/v2": b'{"name":"triton","version":"2.51.0","extensions":[]}',
           "/v2/repository/index": b"[]", "/v2/models/stats": b'{"model_stats":[]}',
-          "/v2/systemsharedmemory/status": b"[]", "/v2/cudasharedmemory/status": b"[]"}
+          "/v2/systemsharedmemory/status": b"[]"}
 
 
 class _Triton(BaseHTTPRequestHandler):

@@ -87,7 +87,7 @@ def reply(conn: socket.socket, status: int, body: bytes = b"",
 TRITON = {"/v2/health/live": b"", "/v2/health/ready": b"",
           "/v2": b'{"name":"triton","version":"2.51.0","extensions":[]}',
           "/v2/repository/index": b"[]", "/v2/models/stats": b'{"model_stats":[]}',
-          "/v2/systemsharedmemory/status": b"[]", "/v2/cudasharedmemory/status": b"[]"}
+          "/v2/systemsharedmemory/status": b"[]"}
 PAGE = b"# TYPE nv_cpu_utilization gauge\nnv_cpu_utilization 0.5\n"
 
 
