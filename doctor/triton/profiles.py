@@ -2,7 +2,7 @@
 
 A model repository is judged against a target: the TensorRT a plan must match, the ONNX
 Runtime an ONNX model's IR version and opsets must fit, the backends the image carries. The
-table comes from NVIDIA's release notes and Triton's build.py (sources in docs/profiles.md);
+table comes from NVIDIA's release notes and Triton's build.py (sources in docs/profiles-sources.md);
 a cell nobody could verify is left empty and the rules that need it say so instead of guessing.
 """
 
@@ -26,11 +26,6 @@ class Release:
     onnxruntime: str
     #: "" when not verified.
     tensorrt: str = ""
-    cuda: str = ""
-    #: Python of the Python backend stub.
-    python: str = ""
-    #: Lowest GPU compute capability the release supports.
-    min_compute_capability: str = "6.0"
     backends: frozenset[str] = _BACKENDS_FULL
 
     @property
@@ -38,64 +33,52 @@ class Release:
         return f"Triton {self.triton} (container {self.container})"
 
 
-def _r(container: str, triton: str, ort: str, trt: str = "", cuda: str = "", python: str = "",
-       min_cc: str = "6.0", backends: frozenset[str] = _BACKENDS_FULL) -> Release:
-    return Release(container, triton, ort, trt, cuda, python, min_cc, backends)
-
-
 RELEASES: tuple[Release, ...] = (
-    _r("23.01", "2.30.0", "1.13.1", "8.5.2.2", python="3.8"),
-    _r("23.02", "2.31.0", "1.13.1", "8.5.3", python="3.8"),
-    _r("23.03", "2.32.0", "1.14.1", "8.5.3", "12.1.0", python="3.8"),
-    _r("23.04", "2.33.0", "1.14.1", "8.6.1.2", "12.1.0", python="3.8"),
-    _r("23.05", "2.34.0", "1.15.0", "8.6.1.2", "12.1.1", python="3.10"),
-    _r("23.06", "2.35.0", "1.15.0", "8.6.1.6", "12.1.1", python="3.10"),
-    _r("23.07", "2.36.0", "1.15.1", "8.6.1.6", "12.1.1", python="3.10"),
-    _r("23.08", "2.37.0", "1.15.1", "8.6.1.6", "12.2.1", python="3.10"),
-    _r("23.09", "2.38.0", "1.16.0", "8.6.1.6", "12.2.1", python="3.10"),
-    _r("23.10", "2.39.0", "1.16.0", "8.6.1.6", python="3.10"),
-    _r("23.11", "2.40.0", "1.16.3", "8.6.1.6", python="3.10"),
-    _r("23.12", "2.41.0", "1.16.3", "8.6.1.6", "12.3.2", python="3.10"),
-    _r("24.01", "2.42.0", "1.16.3", "8.6.1.6", "12.3.2", python="3.10"),
-    _r("24.02", "2.43.0", "1.16.3", "8.6.3", python="3.10"),
-    _r("24.03", "2.44.0", "1.17.2", "8.6.3", python="3.10"),
-    _r("24.04", "2.45.0", "1.17.3", "8.6.3", "12.4", python="3.10"),
-    _r("24.05", "2.46.0", "1.18.0", "10.0.1.6", python="3.10"),
-    _r("24.06", "2.47.0", "1.18.0", "10.1.0.27", "12.5.0.23", python="3.10"),
-    _r("24.07", "2.48.0", "1.18.1", "10.2.0.19", python="3.10"),
-    _r("24.08", "2.49.0", "1.18.1", "10.3.0.26", python="3.10"),
-    _r("24.09", "2.50.0", "1.19.2", "10.4.0.26", python="3.10"),
-    _r("24.10", "2.51.0", "1.19.2", "10.5.0.18", "12.6.2", python="3.10"),
-    _r("24.11", "2.52.0", "1.19.2", "10.6.0.26", python="3.12"),
-    _r("24.12", "2.53.0", "1.20.1", "10.7.0.23", python="3.12"),
-    _r("25.01", "2.54.0", "1.20.1", "10.8.0.43", python="3.12"),
-    _r("25.02", "2.55.0", "1.20.1", "10.8.0.43", python="3.12"),
-    _r("25.03", "2.56.0", "1.21.0", "10.9.0.34", python="3.12", min_cc="7.5",
-       backends=_BACKENDS_NO_TF),
-    _r("25.04", "2.57.0", "1.21.0", "10.9.0.34", python="3.12", min_cc="7.5",
-       backends=_BACKENDS_NO_TF),
-    _r("25.05", "2.58.0", "1.22.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("25.06", "2.59.0", "1.22.0", cuda="12.9.1", python="3.12", min_cc="7.5",
-       backends=_BACKENDS_NO_TF),
-    _r("25.07", "2.59.1", "1.22.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("25.08", "2.60.0", "1.23.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("25.09", "2.61.0", "1.23.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("25.10", "2.62.0", "1.23.1", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("25.11", "2.63.0", "1.23.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("25.12", "2.64.0", "1.23.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("26.01", "2.65.0", "1.23.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("26.02", "2.66.0", "1.24.1", cuda="13.1.1", python="3.12", min_cc="7.5",
-       backends=_BACKENDS_NO_TF),
-    _r("26.03", "2.67.0", "1.24.2", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("26.04", "2.68.0", "1.24.4", cuda="13.2.1", python="3.12", min_cc="7.5",
-       backends=_BACKENDS_NO_TF),
-    _r("26.05", "2.69.0", "1.24.4", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("26.06", "2.70.0", "1.24.4", cuda="13.3.0", python="3.12", min_cc="7.5",
-       backends=_BACKENDS_NO_TF),
-    _r("26.07", "2.71.0", "1.27.0", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
-    _r("26.08", "2.72.0", "1.28.0", cuda="13.4.1", python="3.12", min_cc="7.5",
-       backends=_BACKENDS_NO_TF),
-    _r("26.09", "2.73.0", "", python="3.12", min_cc="7.5", backends=_BACKENDS_NO_TF),
+    Release("23.01", "2.30.0", "1.13.1", "8.5.2.2"),
+    Release("23.02", "2.31.0", "1.13.1", "8.5.3"),
+    Release("23.03", "2.32.0", "1.14.1", "8.5.3"),
+    Release("23.04", "2.33.0", "1.14.1", "8.6.1.2"),
+    Release("23.05", "2.34.0", "1.15.0", "8.6.1.2"),
+    Release("23.06", "2.35.0", "1.15.0", "8.6.1.6"),
+    Release("23.07", "2.36.0", "1.15.1", "8.6.1.6"),
+    Release("23.08", "2.37.0", "1.15.1", "8.6.1.6"),
+    Release("23.09", "2.38.0", "1.16.0", "8.6.1.6"),
+    Release("23.10", "2.39.0", "1.16.0", "8.6.1.6"),
+    Release("23.11", "2.40.0", "1.16.3", "8.6.1.6"),
+    Release("23.12", "2.41.0", "1.16.3", "8.6.1.6"),
+    Release("24.01", "2.42.0", "1.16.3", "8.6.1.6"),
+    Release("24.02", "2.43.0", "1.16.3", "8.6.3"),
+    Release("24.03", "2.44.0", "1.17.2", "8.6.3"),
+    Release("24.04", "2.45.0", "1.17.3", "8.6.3"),
+    Release("24.05", "2.46.0", "1.18.0", "10.0.1.6"),
+    Release("24.06", "2.47.0", "1.18.0", "10.1.0.27"),
+    Release("24.07", "2.48.0", "1.18.1", "10.2.0.19"),
+    Release("24.08", "2.49.0", "1.18.1", "10.3.0.26"),
+    Release("24.09", "2.50.0", "1.19.2", "10.4.0.26"),
+    Release("24.10", "2.51.0", "1.19.2", "10.5.0.18"),
+    Release("24.11", "2.52.0", "1.19.2", "10.6.0.26"),
+    Release("24.12", "2.53.0", "1.20.1", "10.7.0.23"),
+    Release("25.01", "2.54.0", "1.20.1", "10.8.0.43"),
+    Release("25.02", "2.55.0", "1.20.1", "10.8.0.43"),
+    Release("25.03", "2.56.0", "1.21.0", "10.9.0.34", backends=_BACKENDS_NO_TF),
+    Release("25.04", "2.57.0", "1.21.0", "10.9.0.34", backends=_BACKENDS_NO_TF),
+    Release("25.05", "2.58.0", "1.22.0", backends=_BACKENDS_NO_TF),
+    Release("25.06", "2.59.0", "1.22.0", backends=_BACKENDS_NO_TF),
+    Release("25.07", "2.59.1", "1.22.0", backends=_BACKENDS_NO_TF),
+    Release("25.08", "2.60.0", "1.23.0", backends=_BACKENDS_NO_TF),
+    Release("25.09", "2.61.0", "1.23.0", backends=_BACKENDS_NO_TF),
+    Release("25.10", "2.62.0", "1.23.1", backends=_BACKENDS_NO_TF),
+    Release("25.11", "2.63.0", "1.23.2", backends=_BACKENDS_NO_TF),
+    Release("25.12", "2.64.0", "1.23.2", backends=_BACKENDS_NO_TF),
+    Release("26.01", "2.65.0", "1.23.2", backends=_BACKENDS_NO_TF),
+    Release("26.02", "2.66.0", "1.24.1", backends=_BACKENDS_NO_TF),
+    Release("26.03", "2.67.0", "1.24.2", backends=_BACKENDS_NO_TF),
+    Release("26.04", "2.68.0", "1.24.4", backends=_BACKENDS_NO_TF),
+    Release("26.05", "2.69.0", "1.24.4", backends=_BACKENDS_NO_TF),
+    Release("26.06", "2.70.0", "1.24.4", backends=_BACKENDS_NO_TF),
+    Release("26.07", "2.71.0", "1.27.0", backends=_BACKENDS_NO_TF),
+    Release("26.08", "2.72.0", "1.28.0", backends=_BACKENDS_NO_TF),
+    Release("26.09", "2.73.0", "", backends=_BACKENDS_NO_TF),
 )
 #: Releases whose TensorRT version a public source confirms (the others come from memory of the
 #: support matrix, so a mismatch against them is reported as a warning, not an error).
