@@ -57,7 +57,6 @@ class WatchApp(App[None]):
         self.history = History()
         self.paused = False
         self.reading = False
-        self.reads = 0
         self.last_error = ""
         self._timer: Timer | None = None
 
@@ -103,7 +102,6 @@ class WatchApp(App[None]):
 
     def _show(self, frame: Frame) -> None:
         self.reading = False
-        self.reads += 1
         self.last_error = ""
         self.history.add(frame)
         self._redraw()

@@ -18,6 +18,7 @@ from triton_doctor.engine import Result, run
 from triton_doctor.evidence import Evidence
 from triton_doctor.tui.app import WatchApp
 from triton_doctor.tui.sources import Source
+from triton_doctor.tui.state import Frame
 from triton_doctor.tui.tables import selected_key
 
 from tests.tui.render import INCIDENT
@@ -94,11 +95,17 @@ def source(collect: Callable[[], Evidence], live: bool = False, title: str = "te
 
 
 class NotedApp(WatchApp):
-    """A WatchApp that keeps (severity, message) of every notification it shows."""
+    """A WatchApp that keeps (severity, message) of every notification it shows, and counts
+    the readings it shows (a reading dropped while paused is not shown)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.notes: list[tuple[str, str]] = []
+        self.shown = 0
+
+    def _show(self, frame: Frame) -> None:
+        self.shown += 1
+        super()._show(frame)
 
     def notify(self, message: str, *args: Any, **kwargs: Any) -> None:
         self.notes.append((str(kwargs.get("severity", "information")), message))

@@ -97,7 +97,7 @@ def test_keys_under_the_help_do_nothing_until_it_is_closed() -> None:
             await settle(app, pilot)
             assert isinstance(app.screen, HelpScreen)
             assert len(app.screen_stack) == 2
-            assert app.reads == 1
+            assert app.shown == 1
 
     play(scenario())
 
@@ -547,10 +547,10 @@ def test_r_reads_again_now() -> None:
         app = NotedApp(source(reads, live=True), interval_s=3600)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-            assert reads.calls == 1 and app.reads == 1
+            assert reads.calls == 1 and app.shown == 1
             await pilot.press("r")
             await settle(app, pilot)
-            assert reads.calls == 2 and app.reads == 2
+            assert reads.calls == 2 and app.shown == 2
             await pilot.press("f", "r")
             await settle(app, pilot)
             assert reads.calls == 3
@@ -597,10 +597,10 @@ def test_a_poll_that_ends_after_p_is_not_shown_but_r_is() -> None:
                 reads.hold.set()
                 await settle(app, pilot)
                 assert reads.calls == 1 and not app.reading
-                assert app.reads == 0, "a paused screen changed"
+                assert app.shown == 0, "a paused screen changed"
                 await pilot.press("r")  # asked for: shown even while paused
                 await settle(app, pilot)
-                assert app.reads == 1
+                assert app.shown == 1
                 assert "ready ✓" in text_of(app, "#status")
         finally:
             reads.hold.set()
@@ -639,7 +639,7 @@ def test_a_read_landing_on_a_screen_being_torn_down_is_ignored() -> None:
         app = ClosingApp(source(Reads(incident())))
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-        assert app.reads == 2, "the read landing at shutdown was not taken"
+        assert app.shown == 2, "the read landing at shutdown was not taken"
 
     play(scenario())
 
@@ -905,7 +905,7 @@ def test_check_tui_r_reads_the_repository_again() -> None:
             await settle(app, pilot)
             await pilot.press("r")
             await settle(app, pilot)
-            assert app.reads == 2
+            assert app.shown == 2
             assert len(column(app, "#findings", "rule")) == 26
 
     with render.at_root():
@@ -929,13 +929,13 @@ def test_check_tui_judges_what_check_read_then_r_reads_the_fixed_repository(
         async def scenario() -> None:
             async with app.run_test(size=SIZE) as pilot:
                 await settle(app, pilot)
-                assert reads == ["read"] and app.reads == 1
+                assert reads == ["read"]
                 assert "TD201" in column(app, "#findings", "rule")
                 shutil.rmtree(repository)
                 shutil.copytree(rules / "pass", repository)
                 await pilot.press("r")
                 await settle(app, pilot)
-                assert reads == ["read", "read"] and app.reads == 2
+                assert reads == ["read", "read"]
                 assert "TD201" not in column(app, "#findings", "rule")
 
         play(scenario())
