@@ -28,8 +28,10 @@ def lint_imports(folders: dict[str, Path], *options: str) -> subprocess.Complete
             (package / name).symlink_to(folders[name])
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             [shadow, *filter(None, [os.environ.get("PYTHONPATH")])])}
-        command = [str(Path(sys.executable).parent / "lint-imports"), "--no-cache", "--no-logo",
-                   "--config", str(ROOT / "pyproject.toml"), *options]
+        # import-linter's console script, run by this interpreter wherever scripts are installed.
+        command = [sys.executable, "-c", "import sys; from importlinter.cli import "
+                   "lint_imports_command; sys.exit(lint_imports_command())", "--no-cache",
+                   "--no-logo", "--config", str(ROOT / "pyproject.toml"), *options]
         return subprocess.run(command, env=env, cwd=shadow, check=False, text=True,
                               capture_output=True)
 
