@@ -34,7 +34,7 @@ class Rule:
     needs: tuple[str, ...]
     check: Callable[..., Iterable[Hit]]
     #: Constant runs of the server's own messages that the rule's findings quote: a load error
-    #: holding one is explained by this rule (``triton_doctor.explain``).
+    #: holding one is explained by this rule (``triton_doctor.server_words``).
     server_says: tuple[str, ...] = ()
     #: Words of lines the server logs while serving (a failed request, memory running out) that
     #: the rule is about; matched case-insensitively.
@@ -48,7 +48,8 @@ class Rule:
         return inspect.cleandoc(self.check.__doc__ or "")
 
 
-#: Every registered rule by id; read through ``triton_doctor.catalogue``.
+#: Every registered rule by id: listed by ``triton_doctor.catalogue``, whose import of the rules
+#: package fills it, and read by ``triton_doctor.server_words``.
 RULES: dict[str, Rule] = {}
 
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-from triton_doctor.explain import explain_reason
 from triton_doctor.findings import Finding, Hit, Severity
 from triton_doctor.registry import rule
+from triton_doctor.server_words import explain_reason
 from triton_doctor.triton.server_model import LiveView, ModelRates
 
 

@@ -12,8 +12,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from triton_doctor.catalogue import find_rule
 from triton_doctor.evidence import LogEvidence
-from triton_doctor.explain import explain_log_line
 from triton_doctor.printable import printable
+from triton_doctor.server_words import explain_log_line
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import History
 from triton_doctor.tui.tables import fill, new_table, selected_key

@@ -2,9 +2,10 @@
 
 A load error (a model's reason in the repository index, or the log line that carries it) is
 explained by the rule whose ``server_says`` holds the longest fragment found in it: the most
-specific words win. Words that several rules declare name no rule, since the server says them
-for several causes. A line logged while serving is matched, when no load error explains it, by
-the rules' ``log_says`` the same way, ignoring case.
+specific words win. Words that several rules declare are passed over, since the server says
+them for several causes; a text holding only such words names no rule. A line logged while
+serving is matched, when no load error explains it, by the rules' ``log_says`` the same way,
+ignoring case.
 
 The answers come from the registered rules; the rules package registers them all on import
 (``triton_doctor.catalogue`` does that for front-ends; a rule asking is registered already).
@@ -31,8 +32,9 @@ def explain_log_line(line: str) -> str | None:
 
 
 def _match(table: Table, text: str) -> str | None:
-    found = next((ids for fragment, ids in table if fragment in text), frozenset())
-    return next(iter(found)) if len(found) == 1 else None
+    """The owner of the longest fragment in ``text`` that one rule alone declares."""
+    return next((next(iter(ids)) for fragment, ids in table
+                 if len(ids) == 1 and fragment in text), None)
 
 
 @cache
