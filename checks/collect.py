@@ -9,10 +9,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from triton_doctor import snapshot
-from triton_doctor.checks import repository
 from triton_doctor.checks.live import LiveRequest, Unreachable, collect_live
 from triton_doctor.checks.poll import Poller
-from triton_doctor.checks.repository import TargetError
+from triton_doctor.checks.repository import TargetError, collect_repository
 from triton_doctor.evidence import Evidence, RepositoryEvidence
 
 if TYPE_CHECKING:
@@ -27,7 +26,7 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
     sources = invocation.sources
     if sources.snapshot:
         evidence = snapshot.read(sources.snapshot)
-        evidence.options = invocation.replayed(evidence.options)
+        evidence.options = invocation.options_for_snapshot(evidence.options)
         return evidence
     evidence = Evidence(repository=_repository(invocation))
     if sources.url and live:
@@ -66,8 +65,7 @@ def _repository(invocation: Invocation) -> RepositoryEvidence | None:
     sources = invocation.sources
     if not sources.repository:
         return None
-    # Through the module: tests count the reads by replacing the function there.
-    return repository.collect_repository(sources.repository, sources.model_config_name)
+    return collect_repository(sources.repository, sources.model_config_name)
 
 
 def _request(sources: Sources) -> LiveRequest:

@@ -119,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("repository", nargs="?", help="path to the model repository")
     snapshot.add_argument("-o", "--output", required=True, metavar="FILE")
     _add_live_options(snapshot, required=True)
-    # Evidence as it is: the target is chosen when the snapshot is judged. The settings file
-    # is the one found from the repository.
+    # No flags for the target: the one saved with the Evidence comes from the settings file
+    # found from the repository, or the server; `check --snapshot --triton-version` overrides it.
     snapshot.set_defaults(triton_version=None, gpu=None, disable_auto_complete_config=False,
                           model_config_name=None, snapshot=None, config=None)
 
@@ -200,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             commands.say(error)
             return commands.EXIT_USAGE
         run = {"check": commands.check, "watch": commands.watch,
-               "snapshot": commands.snapshot, "config": commands.config}[args.command]
+               "snapshot": commands.snapshot, "config": commands.config}[invocation.command]
         return run(invocation)
     except model_config.SchemaUnavailable as error:
         commands.say(error)

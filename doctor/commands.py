@@ -24,17 +24,34 @@ def say(message: object) -> None:
     print(f"triton-doctor: {printable(str(message))}", file=sys.stderr)
 
 
-def check(invocation: Invocation) -> int:
+class _Stop(Exception):
+    """The command ends here with an exit code; its message is on stderr already."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _collected(invocation: Invocation) -> Evidence:
+    """The Evidence the invocation asks for; a target that cannot be read (exit 2) or a live
+    source out of reach (exit 3) is said and raised as _Stop."""
     from triton_doctor.checks import collect
 
     try:
-        evidence = collect.collect(invocation)
+        return collect.collect(invocation)
     except (ValueError, collect.TargetError) as error:  # SnapshotError, UsageError too
         say(error)
-        return EXIT_USAGE
+        raise _Stop(EXIT_USAGE) from None
     except collect.Unreachable as error:
         say(error)
-        return EXIT_UNREACHABLE
+        raise _Stop(EXIT_UNREACHABLE) from None
+
+
+def check(invocation: Invocation) -> int:
+    try:
+        evidence = _collected(invocation)
+    except _Stop as stop:
+        return stop.code
     output = invocation.output
     if output.tui:
         from triton_doctor.tui.launch import browse
@@ -55,7 +72,7 @@ def check(invocation: Invocation) -> int:
     if output.format == "json":
         from triton_doctor.report import json_report
 
-        sys.stdout.write(json_report.render(result, _target(invocation, evidence), code))
+        sys.stdout.write(json_report.render(result, _judged(invocation, evidence), code))
     elif output.format == "sarif":
         from triton_doctor.report import sarif
 
@@ -70,7 +87,7 @@ def check(invocation: Invocation) -> int:
     return code
 
 
-def _target(invocation: Invocation, evidence: Evidence) -> dict[str, str]:
+def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str]:
     """What was judged, for the JSON report."""
     target = {}
     if invocation.settings_source:
@@ -86,19 +103,17 @@ def _target(invocation: Invocation, evidence: Evidence) -> dict[str, str]:
 
 def snapshot(invocation: Invocation) -> int:
     from triton_doctor import snapshot as snapshot_file
-    from triton_doctor.checks import collect
 
     path = invocation.output.path
     assert path is not None
     try:
-        evidence = collect.collect(invocation)
+        evidence = _collected(invocation)
         snapshot_file.write(evidence, path)
-    except (ValueError, collect.TargetError) as error:
+    except _Stop as stop:
+        return stop.code
+    except ValueError as error:
         say(error)
         return EXIT_USAGE
-    except collect.Unreachable as error:
-        say(error)
-        return EXIT_UNREACHABLE
     except OSError as error:
         say(f"cannot write {path}: {error.strerror or error}")
         return EXIT_USAGE
@@ -124,14 +139,12 @@ def watch(invocation: Invocation) -> int:
 def config(invocation: Invocation) -> int:
     """The configuration the server would run for one model directory; its refusals on
     stderr (exit 1)."""
-    from triton_doctor.checks import collect
     from triton_doctor.triton.effective_config import effective_config_text
 
     try:
-        evidence = collect.collect(invocation)
-    except collect.TargetError as error:
-        say(error)
-        return EXIT_USAGE
+        evidence = _collected(invocation)
+    except _Stop as stop:
+        return stop.code
     assert invocation.sources.model_dir is not None
     name = display_name(invocation.sources.model_dir)
     refusals = [finding.triton_message or finding.message
@@ -150,9 +163,9 @@ def _exit_code(result: Result, output: Output) -> int:
     return EXIT_FINDINGS if failing else EXIT_OK
 
 
-def rules(output: str) -> int:
+def rules(fmt: str) -> int:
     chosen = all_rules()
-    if output == "json":
+    if fmt == "json":
         print(json.dumps([describe(r) for r in chosen], indent=2))
         return EXIT_OK
     for candidate in chosen:

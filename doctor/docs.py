@@ -55,11 +55,17 @@ def demo_summary(root: Path) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "triton_doctor", "check", "--color", "never",
          "fixtures/demo-repository"], cwd=root, capture_output=True, text=True, check=False)
-    return done.stdout.rstrip().splitlines()[-1]
+    lines = done.stdout.rstrip().splitlines()
+    if not lines or not SUMMARY.match(lines[-1]):
+        raise SystemExit(f"check on the demo repository printed no summary: {done.stderr}")
+    return lines[-1]
 
 
 def with_summary(readme: str, summary: str) -> str:
-    return SUMMARY.sub(lambda _: summary, readme, count=1)
+    rewritten, found = SUMMARY.subn(lambda _: summary, readme, count=1)
+    if not found:
+        raise ValueError("README.md has no summary line of check to rewrite")
+    return rewritten
 
 
 def main(root: Path) -> None:

@@ -3,8 +3,10 @@ it is judged for, and how it reports.
 
 Every choice between the places a value can come from is made here, in one order: a flag, else
 the settings file, else a snapshot's saved value, else what the live server (its release) and
-NVML (its GPU) reveal, else the default. Front-ends (the commands, the TUI) take an Invocation;
-none reads a flag or a setting itself.
+NVML (its GPU) reveal, else the default. Two exceptions, both of the snapshot: its auto-complete
+setting always stays (it describes how that server ran), and thresholds or extra backends given
+by the settings file replace the saved ones as a whole. Front-ends (the commands, the TUI) take
+an Invocation; none reads a flag or a setting itself.
 """
 
 from __future__ import annotations
@@ -92,8 +94,8 @@ class Invocation:
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Invocation:
         """The run ``check``, ``watch``, ``snapshot`` or ``config`` asks for. Raises ValueError
-        (SettingsError, ProfileError, UsageError) in the order the user fixes them: the
-        settings file, the rules, the target, the sources."""
+        (SettingsError, ProfileError, UsageError) for the first thing the user must fix, the
+        settings file first."""
         if args.command == "config":
             return _config(args)
         settings = load_settings(args.config, Path(args.repository or ".").absolute())
@@ -101,9 +103,7 @@ class Invocation:
             return _check(args, settings)
         if args.command == "watch":
             return _watch(args, settings)
-        target = _target(args, settings)
-        return cls("snapshot", _sources(args, settings), target, Output(path=args.output),
-                   settings_source=settings.source)
+        return _snapshot(args, settings)
 
     def options_for(self, evidence: Evidence, earlier: CheckOptions | None = None) -> CheckOptions:
         """The target for Evidence read now: the user's choice, else what the server (its
@@ -123,7 +123,7 @@ class Invocation:
             thresholds=dict(target.thresholds),
         )
 
-    def replayed(self, saved: CheckOptions) -> CheckOptions:
+    def options_for_snapshot(self, saved: CheckOptions) -> CheckOptions:
         """The target for a snapshot: the user's choice, else the one it was taken with (its
         auto-complete setting always: it describes how that server ran)."""
         target = self.target
@@ -173,6 +173,12 @@ def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
     return Invocation("watch", _sources(args, settings), target,
                       Output(interval_s=args.interval, save_dir=args.save_dir), tuple(rules),
                       tuple(settings.waivers), settings.source)
+
+
+def _snapshot(args: argparse.Namespace, settings: Settings) -> Invocation:
+    target = _target(args, settings)
+    return Invocation("snapshot", _sources(args, settings), target, Output(path=args.output),
+                      settings_source=settings.source)
 
 
 def _config(args: argparse.Namespace) -> Invocation:

@@ -72,13 +72,14 @@ def test_gpu_flag_then_settings_then_nvml_then_earlier_poll_then_default(
 
 def test_a_snapshot_keeps_its_target_unless_a_flag_or_setting_names_another(
         tmp_path: Path) -> None:
-    flagged = _check(tmp_path, *FLAGS, settings=SETTINGS, target="x.json").replayed(SAVED)
+    flagged = _check(tmp_path, *FLAGS, settings=SETTINGS,
+                     target="x.json").options_for_snapshot(SAVED)
     assert (flagged.triton_version, flagged.gpu_compute_capability) == ("24.08", "8.9")
-    set_only = _check(tmp_path, settings=SETTINGS, target="x.json").replayed(SAVED)
+    set_only = _check(tmp_path, settings=SETTINGS, target="x.json").options_for_snapshot(SAVED)
     assert (set_only.triton_version, set_only.gpu_compute_capability) == ("24.01", "8.0")
     assert set_only.extra_backends == ["set_backend"]
     assert set_only.thresholds == {"queue-ms": 2.0}
-    kept = _check(tmp_path, target="x.json").replayed(SAVED)
+    kept = _check(tmp_path, target="x.json").options_for_snapshot(SAVED)
     assert (kept.triton_version, kept.gpu_compute_capability) == ("23.05", "7.5")
     assert kept.extra_backends == ["saved_backend"] and kept.thresholds == {"queue-ms": 1.0}
 
@@ -93,7 +94,7 @@ def test_a_snapshots_target_beats_the_server_it_recorded(tmp_path: Path) -> None
 
 def test_a_snapshots_unknown_release_is_a_usage_error_naming_the_flag(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match="--triton-version RELEASE"):
-        _check(tmp_path, target="x.json").replayed(CheckOptions(triton_version="1.0"))
+        _check(tmp_path, target="x.json").options_for_snapshot(CheckOptions(triton_version="1.0"))
 
 
 def test_auto_complete_flag_or_setting_but_a_snapshot_keeps_how_its_server_ran(
@@ -104,8 +105,8 @@ def test_auto_complete_flag_or_setting_but_a_snapshot_keeps_how_its_server_ran(
     assert _check(tmp_path, settings="disable-auto-complete-config = true\n").target \
         .disable_auto_complete_config
     replay = _check(tmp_path, "--disable-auto-complete-config", target="x.json")
-    assert not replay.replayed(CheckOptions()).disable_auto_complete_config
-    assert replay.replayed(SAVED).disable_auto_complete_config
+    assert not replay.options_for_snapshot(CheckOptions()).disable_auto_complete_config
+    assert replay.options_for_snapshot(SAVED).disable_auto_complete_config
 
 
 def test_thresholds_and_backends_come_from_settings(tmp_path: Path) -> None:
@@ -164,3 +165,33 @@ def test_watch_takes_a_server_or_a_snapshot(tmp_path: Path) -> None:
     polled = watch("--url", "localhost:8000", "--interval", "2", "--save-dir", str(tmp_path))
     assert (polled.output.interval_s, polled.output.save_dir) == (2.0, str(tmp_path))
     assert polled.sources.url == "localhost:8000"
+
+
+def test_watch_keeps_what_an_earlier_poll_revealed(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A poll that misses the server (a restart) is judged for the release and GPU the last
+    poll that reached it revealed, not for the newest release."""
+    from triton_doctor.checks import collect as collector
+
+    reached = Evidence(server=ServerEvidence(url="http://localhost:8000", version="2.47.0"),
+                       gpu=GpuEvidence(devices=[GpuDevice(index=0, compute_capability="9.0")]))
+    polls = iter([reached, Evidence(unavailable={"server": "connection refused"})])
+
+    class Replayed:
+        def __init__(self, request: object) -> None:
+            self.url = "http://localhost:8000"
+
+        def poll(self) -> Evidence:
+            return next(polls)
+
+    monkeypatch.setattr(collector, "Poller", Replayed)
+    config = tmp_path / "settings.toml"
+    config.write_text("")
+    invocation = Invocation.from_args(build_parser().parse_args(
+        ["watch", "--url", "localhost:8000", "--config", str(config)]))
+    poller = collector.LivePoller(invocation, collect(invocation, live=False))
+    first, second = poller.poll(), poller.poll()
+    assert (first.options.triton_version, first.options.gpu_compute_capability) == (
+        "24.06", "9.0")
+    assert (second.options.triton_version, second.options.gpu_compute_capability) == (
+        "24.06", "9.0")

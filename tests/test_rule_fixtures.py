@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from triton_doctor import snapshot
-from triton_doctor.catalogue import all_rules, select_rules
+from triton_doctor.catalogue import all_rules
 from triton_doctor.checks.collect import collect
 from triton_doctor.cli import build_parser
 from triton_doctor.engine import Result, run
@@ -70,16 +70,19 @@ def _repository(rule_id: str, kind: str, tmp_path: Path) -> Path:
 
 
 def _judge(rule_id: str, kind: str, tmp_path: Path) -> Result:
-    """Every rule run on the fixture, with the fixture's args. A live rule's fixture is
-    a snapshot (``snapshot.json``, from fixtures/generate/live_snapshots.py)."""
+    """Every rule run on the fixture, with the fixture's args and no settings file (an empty
+    one: none found above the fixture may apply). A live rule's fixture is a snapshot
+    (``snapshot.json``, from fixtures/generate/live_snapshots.py)."""
     saved = FIXTURES / rule_id / kind / "snapshot.json"
     if saved.exists():
-        return run(snapshot.read(str(saved)), select_rules([], []))
+        return run(snapshot.read(str(saved)), RULES)
     args_file = FIXTURES / rule_id / "args"
     extra = shlex.split(args_file.read_text()) if args_file.exists() else []
     repo = _repository(rule_id, kind, tmp_path)
-    invocation = Invocation.from_args(build_parser().parse_args(["check", str(repo), *extra]))
-    return run(collect(invocation), select_rules([], []))
+    no_settings = tmp_path / "no-settings.toml"
+    no_settings.write_text("")
+    argv = ["check", str(repo), "--config", str(no_settings), *extra]
+    return run(collect(Invocation.from_args(build_parser().parse_args(argv))), RULES)
 
 
 def _findings(rule_id: str, kind: str, tmp_path: Path) -> list[Finding]:

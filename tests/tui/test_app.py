@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input
 from triton_doctor import cli, snapshot
-from triton_doctor.checks import repository as repository_collector
+from triton_doctor.checks import collect as collector
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.evidence import Evidence, RepositoryEvidence, to_jsonable
 from triton_doctor.triton.effective_config import effective_config_text
@@ -940,7 +940,7 @@ def test_check_tui_judges_what_check_read_then_r_reads_the_fixed_repository(
 
         play(scenario())
 
-    monkeypatch.setattr(repository_collector, "collect_repository", counted)
+    monkeypatch.setattr(collector, "collect_repository", counted)
     monkeypatch.setattr(launch, "_require_terminal", lambda command: None)
     monkeypatch.setattr(WatchApp, "run", headless)
     assert cli.main(["check", str(repository), "--tui"]) == 0
