@@ -14,17 +14,20 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any, TypeVar
 
 from triton_doctor.catalogue import all_rules, select_rules
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.registry import Rule
-from triton_doctor.settings import ModelWaiver, Settings, load_settings
+from triton_doctor.settings import ModelWaiver, Settings, SettingsError, load_settings
 from triton_doctor.triton import profiles
+
+T = TypeVar("T")
 
 
 class UsageError(ValueError):
@@ -149,6 +152,7 @@ class Invocation:
 
 
 def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
+    _settings_rules(settings)
     rules = select_rules(_split(args.select) or settings.select,
                          [*settings.ignore, *_split(args.ignore)])
     target = _target(args, settings)
@@ -165,7 +169,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
 
 
 def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
-    rules = select_rules(settings.select, settings.ignore)
+    rules = _settings_rules(settings)
     if bool(args.url) == bool(args.snapshot):
         raise UsageError("give --url URL of a running server, or --snapshot FILE to replay "
                          "(not both)")
@@ -192,19 +196,42 @@ def _config(args: argparse.Namespace) -> Invocation:
     return Invocation("config", sources, target, rules=tuple(all_rules()))
 
 
+def _settings_rules(settings: Settings) -> list[Rule]:
+    """The rules the settings file selects; a key there that names no rule is the file's error
+    (SettingsError naming it), not the command line's."""
+    try:
+        return select_rules(settings.select, settings.ignore)
+    except ValueError as error:
+        raise SettingsError(f"{settings.source}: {error}") from None
+
+
 def _target(args: argparse.Namespace, settings: Settings) -> Target:
-    """Raises ProfileError for a release or GPU that names nothing known."""
+    """Raises ProfileError for a release or GPU that names nothing known; SettingsError, naming
+    the file, when the settings file named it."""
     version = args.triton_version or settings.triton_version or None
-    profiles.find_release(version)
+    _known(profiles.find_release, version, bool(args.triton_version), settings)
     gpu = args.gpu or settings.gpu
+    capability = (_known(profiles.compute_capability, gpu, bool(args.gpu), settings)
+                  if gpu else None)
     return Target(
         triton_version=version,
-        gpu_compute_capability=profiles.compute_capability(gpu) if gpu else None,
+        gpu_compute_capability=capability,
         disable_auto_complete_config=bool(args.disable_auto_complete_config
                                           or settings.disable_auto_complete_config),
         extra_backends=tuple(settings.backends),
         thresholds=dict(settings.thresholds),
     )
+
+
+def _known(resolve: Callable[[Any], T], value: str | None, by_flag: bool,
+           settings: Settings) -> T:
+    """``resolve(value)``; a ProfileError about a value the settings file gave names the file."""
+    try:
+        return resolve(value)
+    except profiles.ProfileError as error:
+        if by_flag or not value:
+            raise
+        raise SettingsError(f"{settings.source}: {error}") from None
 
 
 def _sources(args: argparse.Namespace, settings: Settings) -> Sources:

@@ -12,6 +12,7 @@ from triton_doctor.cli import build_parser
 from triton_doctor.evidence import CheckOptions, Evidence, GpuDevice, GpuEvidence, ServerEvidence
 from triton_doctor.findings import Severity
 from triton_doctor.invocation import Invocation, UsageError
+from triton_doctor.settings import SettingsError
 from triton_doctor.triton import profiles
 
 #: The server's release, NVML's GPU, a snapshot's saved target, the settings', the flags':
@@ -152,6 +153,26 @@ def test_errors_come_in_the_order_they_are_fixed(tmp_path: Path) -> None:
         _check(tmp_path, "--triton-version", "1.0", "--url", "x", target="x.json")
     with pytest.raises(UsageError, match="give it alone"):
         _check(tmp_path, "--url", "x", target="x.json")
+
+
+@pytest.mark.parametrize(("setting", "words"), [
+    ('select = ["TD999"]\n', "no rule matches 'TD999'"),
+    ('ignore = ["TD999"]\n', "no rule matches 'TD999'"),
+    ('triton-version = "1.0"\n', "unknown Triton release '1.0'"),
+    ('gpu = "sm_1000x"\n', "unknown GPU 'sm_1000x'"),
+])
+def test_a_value_from_the_settings_file_that_names_nothing_names_the_file(
+        tmp_path: Path, setting: str, words: str) -> None:
+    with pytest.raises(SettingsError) as raised:
+        _check(tmp_path, settings=setting)
+    assert str(raised.value).startswith(f"{tmp_path / 'settings.toml'}: {words}")
+
+
+def test_the_same_value_from_a_flag_names_no_file(tmp_path: Path) -> None:
+    for flags in (("--select", "TD999"), ("--triton-version", "1.0"), ("--gpu", "sm_1000x")):
+        with pytest.raises(ValueError) as raised:
+            _check(tmp_path, *flags)
+        assert "settings.toml" not in str(raised.value)
 
 
 def test_watch_takes_a_server_or_a_snapshot(tmp_path: Path) -> None:
