@@ -40,6 +40,20 @@ def hide_credentials(url: str) -> str:
     return _USERINFO.sub(lambda match: match.group(1) or "", url, count=1)
 
 
+def _unparsed(url: str, problem: str) -> str:
+    """The error for a URL that does not parse. A password holding ``/``, ``?`` or ``#`` ends
+    the authority early (``user:pa/ss@host`` reads as host "user", port "pa"), so the parse
+    cannot tell where credentials stop: everything up to the last ``@`` is left out."""
+    shown = hide_credentials(url)
+    scheme, separator, rest = shown.rpartition("://")
+    if "@" not in rest:
+        return f"{shown!r}: {problem}"
+    shown = f"{scheme}{separator}…@{rest.rpartition('@')[2]}"
+    return (f"{shown!r}: {problem}; if the part "
+            "before '@' is a user and password, percent-encode its '/', '?' and '#' (%2F, %3F, "
+            "%23)")
+
+
 @dataclass(frozen=True)
 class ServerUrl:
     """The parts of a server URL; credentials are kept only as the user name, to refuse them."""
@@ -74,11 +88,11 @@ def split_url(url: str) -> ServerUrl:
         parts = urlsplit(text if "://" in text else f"http://{text}")
         hostname = parts.hostname or ""
     except ValueError:  # "Invalid IPv6 URL": a bracket without its pair
-        raise ValueError(f"{hide_credentials(url)!r}: {NOT_A_URL}") from None
+        raise ValueError(_unparsed(url, NOT_A_URL)) from None
     try:
         port = parts.port
     except ValueError:
-        raise ValueError(f"{hide_credentials(url)!r}: {BAD_PORT}") from None
+        raise ValueError(_unparsed(url, BAD_PORT)) from None
     host = f"[{hostname}]" if ":" in hostname else hostname
     return ServerUrl(parts.scheme, host, port, parts.path, parts.query, parts.fragment,
                      parts.username)

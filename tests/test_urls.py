@@ -96,6 +96,17 @@ def test_a_bad_port_is_refused_in_the_server_collectors_words(given: str) -> Non
     assert container._port(given) is None
 
 
+@pytest.mark.parametrize("given", ["http://admin:s3cr/et@localhost:8000",
+                                   "admin:s3cr#et@localhost:8000", "admin:s3cr?et@[::1]:8000"])
+def test_a_password_that_cuts_the_url_short_is_not_echoed(given: str) -> None:
+    """An unencoded '/', '#' or '?' in a password ends the authority before the '@' (the port
+    reads as "s3cr"): the error cannot tell user and password apart, so it shows neither."""
+    done = run_cli("check", "--url", given, "--timeout", "1")
+    assert done.returncode == 2, done.stderr
+    assert "s3cr" not in done.stderr and "admin" not in done.stderr
+    assert "…@" in done.stderr and "percent-encode" in done.stderr
+
+
 def test_an_unclosed_bracket_is_refused_as_not_a_url() -> None:
     with pytest.raises(ValueError, match=r"^'http://\[::1:8000': expected a server URL"):
         normalize_url("http://[::1:8000")
