@@ -4,7 +4,8 @@ lines) made safe to show on a terminal.
 A repository under review, a server and a log are untrusted: their text must not retitle or
 clear the terminal (ESC, BEL, CSI), move the cursor back over a line (CR, BS), reorder what the
 reader sees (bidi overrides and isolates, U+202A-U+202E, U+2066-U+2069, and the marks
-U+061C, U+200E, U+200F), or start a line of its own (LF, VT, FF, NEL, U+2028, U+2029) that
+U+061C, U+200E, U+200F), hide in a name that reads as another (the invisible U+200B, U+2060
+and U+FEFF: ``resnet\u200b50`` is not the model ``resnet50``), or start a line of its own (LF, VT, FF, NEL, U+2028, U+2029) that
 passes for one the tool wrote. Each such character is shown as a visible escape instead (``\\n``,
 ``\\r``, ``\\t``, ``\\x1b``, ``\\u202e``), as are lone surrogates (the undecodable bytes of a
 non-UTF-8 file name, shown as ``\\xNN`` as ``display_name`` shows it), which no terminal
@@ -18,7 +19,11 @@ newlines and colours are theirs).
 from __future__ import annotations
 
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
-_UNSAFE = (*range(0x20), *range(0x7F, 0xA0), *_BIDI, 0x2028, 0x2029, *range(0xD800, 0xE000))
+#: Zero width space, word joiner, zero width no-break space (a BOM inside text). The zero width
+#: (non-)joiners stay: scripts and emoji sequences need them.
+_INVISIBLE = (0x200B, 0x2060, 0xFEFF)
+_UNSAFE = (*range(0x20), *range(0x7F, 0xA0), *_BIDI, *_INVISIBLE, 0x2028, 0x2029,
+           *range(0xD800, 0xE000))
 _NAMED = {0x09: "\\t", 0x0A: "\\n", 0x0D: "\\r"}
 
 

@@ -27,8 +27,10 @@ from tests.helpers import GOOD_CONFIG, ROOT, run_cli, write_model
 OTHER_CONFIG = GOOD_CONFIG.replace("dynamic_batching { max_queue_delay_microseconds: 100 }", "")
 INCIDENT = ROOT / "fixtures" / "recorded" / "watch" / "incident.snapshot.json"
 #: What may never reach the terminal from outside: C0 but newline, DEL, C1, lone surrogates,
-#: bidi overrides and isolates, and the Unicode line and paragraph separators.
+#: bidi overrides and isolates, invisible characters and the Unicode line and paragraph
+#: separators.
 BIDI = {0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A)}
+INVISIBLE = {0x200B, 0x2060, 0xFEFF}
 #: The report's own colour: Select Graphic Rendition sequences only.
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 FINDING_LINE = re.compile(r"^  (error|warning|info) ")
@@ -41,7 +43,7 @@ HOSTILE_NAMES = [
     "[bold red]x",
 ]
 HOSTILE_PIECES = ["\x1b", "\x07", "\r", "\n", "\t", "\x00", "\x08", "\x7f", "\x85", "\x9b",
-                  "\u202e", "\u2066", "\u2028", "\udcff", "[/]", "[bold red]", "  error   ",
+                  "\u202e", "\u2066", "\u2028", "\udcff", "\u200b", "\ufeff", "[/]", "[bold red]", "  error   ",
                   "\x1b]0;pwned\x07", "\x1b[2J", "\n  error   TD999 forged\n"]
 
 
@@ -50,7 +52,8 @@ def forbidden(output: str, colour: bool = False) -> list[str]:
     newlines (and, with ``colour``, its own SGR sequences)."""
     plain = SGR.sub("", output) if colour else output
     return [c for c in plain if c != "\n" and (
-        ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or ord(c) in BIDI or ord(c) in (0x2028, 0x2029)
+        ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F or ord(c) in BIDI | INVISIBLE
+        or ord(c) in (0x2028, 0x2029)
         or 0xD800 <= ord(c) <= 0xDFFF)]
 
 
