@@ -5,12 +5,12 @@ A repository under review, a server and a log are untrusted: their text must not
 clear the terminal (ESC, BEL, CSI), move the cursor back over a line (CR, BS), reorder what the
 reader sees (bidi overrides and isolates, U+202A-U+202E, U+2066-U+2069, and the marks
 U+061C, U+200E, U+200F), hide in a name that reads as another (the invisible U+200B, U+2060
-and U+FEFF: ``resnet\u200b50`` is not the model ``resnet50``), or start a line of its own (LF, VT, FF, NEL, U+2028, U+2029) that
-passes for one the tool wrote. Each such character is shown as a visible escape instead (``\\n``,
-``\\r``, ``\\t``, ``\\x1b``, ``\\u202e``), as are lone surrogates (the undecodable bytes of a
-non-UTF-8 file name, shown as ``\\xNN`` as ``display_name`` shows it), which no terminal
-encoding can write. Backslashes stay as they are: the escapes are for the reader, not a format
-to decode.
+and U+FEFF: ``resnet\\u200b50`` is not the model ``resnet50``), or start a line of its own
+(LF, VT, FF, NEL, U+2028, U+2029) that passes for one the tool wrote. Each such character is
+shown as a visible escape instead (``\\n``, ``\\r``, ``\\t``, ``\\x1b``, ``\\u202e``), as are
+lone surrogates (the undecodable bytes of a non-UTF-8 file name, shown as ``\\xNN`` as
+``display_name`` shows it), which no terminal encoding can write. Backslashes stay as they are:
+the escapes are for the reader, not a format to decode.
 
 Front-ends escape each piece of outside text where it goes in (never their own output, whose
 newlines and colours are theirs).

@@ -43,7 +43,8 @@ HOSTILE_NAMES = [
     "[bold red]x",
 ]
 HOSTILE_PIECES = ["\x1b", "\x07", "\r", "\n", "\t", "\x00", "\x08", "\x7f", "\x85", "\x9b",
-                  "\u202e", "\u2066", "\u2028", "\udcff", "\u200b", "\ufeff", "[/]", "[bold red]", "  error   ",
+                  "\u202e", "\u2066", "\u2028", "\udcff", "\u200b", "\ufeff", "[/]",
+                  "[bold red]", "  error   ",
                   "\x1b]0;pwned\x07", "\x1b[2J", "\n  error   TD999 forged\n"]
 
 
