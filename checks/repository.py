@@ -19,12 +19,17 @@ from triton_doctor.evidence import (
     ModelDir,
     RepositoryEvidence,
     Subdir,
+    SyntaxProblem,
 )
 from triton_doctor.printable import display_name
 from triton_doctor.safe_files import FileTooLarge, NotRegularFile, read_file
 from triton_doctor.triton import model_config, normalize
 from triton_doctor.triton.repository_model import read_version_dir
 
+#: What a config.pbtxt outside the repository does not parse as: not protobuf's words, which
+#: quote the text (see ``_outside``).
+UNQUOTED_SYNTAX = ("the text there is not quoted, as the file is a link to outside the "
+                   "repository")
 #: A model configuration is a few kilobytes; past this the file is not a configuration.
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
 #: Budgets for listing below a model directory: weights folders hold thousands of shards, so
@@ -65,16 +70,19 @@ def collect_repository(path: str | Path, config_name: str | None = None) -> Repo
     except OSError as error:
         raise TargetError(f"{shown}: cannot read the repository: {_describe(error)}") from None
     models = []
+    real_root = os.path.realpath(root)
     for entry in entries:
-        model = _collect_model(entry, config_name)
+        model = _collect_model(entry, config_name, real_root)
         if model is not None:
             models.append(model)
     return RepositoryEvidence(path=shown, models=models)
 
 
-def _collect_model(entry: os.DirEntry[str], config_name: str | None) -> ModelDir | None:
+def _collect_model(entry: os.DirEntry[str], config_name: str | None,
+                   real_root: str) -> ModelDir | None:
     """The model directory ``entry``; names in the evidence are shown forms (see
-    ``display_name``), while every read goes through ``entry.path``."""
+    ``display_name``), while every read goes through ``entry.path``. ``real_root`` is the
+    repository's real path: text of a file outside it is never quoted (see ``_outside``)."""
     config_path = os.path.join(entry.path, "config.pbtxt")
     model = ModelDir(name=display_name(entry.name), path=display_name(entry.path),
                      config=ConfigFile(display_name(config_path), False))
@@ -96,19 +104,26 @@ def _collect_model(entry: os.DirEntry[str], config_name: str | None) -> ModelDir
     model.subdirs = [_collect_subdir(child) for child in subdirs]
     listed = any(child.name == "config.pbtxt" for child in children)
     if listed or (model.listing_stopped_after is not None and os.path.lexists(config_path)):
-        model.config = _read_config(config_path)
+        model.config = _read_config(config_path, _outside(config_path, real_root))
     if config_name:
         custom = os.path.join(entry.path, "configs", f"{config_name}.pbtxt")
         if os.path.exists(custom):  # as the server's FileExists: a FIFO or directory counts
-            model.config = _read_config(custom)
+            model.config = _read_config(custom, _outside(custom, real_root))
     tree, model.tree_stopped_after = _tree(entry.path)
     model.tree = [display_name(path) for path in tree]
     model.data_files = _data_files(entry.path, tree)
-    _read_model_files(model, [child.path for child in subdirs])
+    _read_model_files(model, [child.path for child in subdirs], real_root)
     return model
 
 
-def _read_model_files(model: ModelDir, subdir_paths: list[str]) -> None:
+def _outside(path: str, real_root: str) -> bool:
+    """Whether ``path`` resolves, through symbolic links, to a file outside the repository. Its
+    text is then never quoted in a finding: a repository under review (a pull request in CI)
+    could link to any file the user can read, a token or a key, and have it printed in a log."""
+    return os.path.commonpath([os.path.realpath(path), real_root]) != real_root
+
+
+def _read_model_files(model: ModelDir, subdir_paths: list[str], real_root: str) -> None:
     """Read, in every version directory, the files the model's backend would load.
 
     Which files those are follows from the config as the server completes it (backend,
@@ -131,8 +146,10 @@ def _read_model_files(model: ModelDir, subdir_paths: list[str]) -> None:
         _look_up(subdir, directory, names)
         for name in dict.fromkeys(names):
             if name and (name in subdir.entries or f"{name}/" in subdir.entries):
-                found = read_model_file(os.path.dirname(directory),
-                                        f"{os.path.basename(directory)}/{name}", config.backend)
+                relative = f"{os.path.basename(directory)}/{name}"
+                found = read_model_file(os.path.dirname(directory), relative, config.backend,
+                                        quote_text=not _outside(os.path.join(directory, name),
+                                                                real_root))
                 found.path = display_name(found.path)
                 subdir.model_files.append(found)
 
@@ -190,7 +207,7 @@ def _walkable(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _read_config(path: str) -> ConfigFile:
+def _read_config(path: str, outside: bool) -> ConfigFile:
     config = ConfigFile(path=display_name(path), present=True)
     try:
         data = read_file(path, MAX_CONFIG_BYTES)
@@ -217,6 +234,9 @@ def _read_config(path: str) -> ConfigFile:
         config.unreadable = f"is not valid UTF-8 text (byte offset {error.start})"
         return config
     model_config.parsed(config)  # parse now, so the evidence records the syntax error
+    problem = config.syntax_error
+    if outside and problem is not None:
+        config.syntax_error = SyntaxProblem(problem.line, problem.column, UNQUOTED_SYNTAX)
     return config
 
 

@@ -26,21 +26,23 @@ READERS = {
 PARSE_ERRORS = (ValueError, OverflowError, struct.error, RecursionError, MemoryError)
 
 
-def read_model_file(model_path: str, relative: str, backend: str) -> ModelFile:
-    """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it.
+def read_model_file(model_path: str, relative: str, backend: str, *,
+                    quote_text: bool = True) -> ModelFile:
+    """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it;
+    without ``quote_text`` a problem never quotes the file's own text.
 
     ``relative`` was listed in its directory a moment before, so one that is gone now is a
     dangling symbolic link, and is called so (as config.pbtxt is). A reader that fails on
     bytes it did not foresee makes that the file's problem, never the end of the check.
     """
     try:
-        return _read(model_path, relative, backend)
+        return _read(model_path, relative, backend, quote_text)
     except PARSE_ERRORS as error:
         return ModelFile(path=relative, problem=f"cannot be parsed: {type(error).__name__}: "
                          f"{error} (the file is corrupt, or triton-doctor misreads it)")
 
 
-def _read(model_path: str, relative: str, backend: str) -> ModelFile:
+def _read(model_path: str, relative: str, backend: str, quote_text: bool) -> ModelFile:
     path = os.path.join(model_path, relative)
     if os.path.isdir(path):
         if backend != "onnxruntime":
@@ -52,7 +54,7 @@ def _read(model_path: str, relative: str, backend: str) -> ModelFile:
             return ModelFile(path=relative, kind="directory",
                              problem="is a directory without a model.onnx file in it (ONNX "
                              "Runtime loads <directory>/model.onnx)")
-        found = onnx.read_onnx(inner)
+        found = onnx.read_onnx(inner, quote_text=quote_text)
         found.path = relative
         return found
     try:
@@ -72,6 +74,8 @@ def _read(model_path: str, relative: str, backend: str) -> ModelFile:
     reader = READERS.get(backend)
     if reader is None:
         return ModelFile(path=relative, size_bytes=size, kind=kind)
-    found = reader(path)
+    # Only the ONNX reader quotes a file's text (how a text file that is no model begins).
+    found = (onnx.read_onnx(path, quote_text=quote_text) if reader is onnx.read_onnx
+             else reader(path))
     found.path = relative
     return found

@@ -36,6 +36,7 @@ from fixtures.generate.plan_headers import build_plan
 from tests.helpers import (
     GOOD_CONFIG,
     PYTHON_MODEL,
+    check_json,
     run_cli,
     run_cli_without_dac_override,
     tree_state,
@@ -362,3 +363,40 @@ def test_onnx_shape_repeated_thousands_of_times_is_merged_in_linear_time(tmp_pat
     assert time.monotonic() - started < 20  # linear: well under a second; quadratic: ~80 s
     assert found.problem is None, found.problem
     assert found.inputs is not None and found.inputs[0].dims == [4] * 200_000
+
+
+SECRET = "ghp_0123456789abcdefTOKEN"
+
+
+@pytest.mark.parametrize("linked", ["config.pbtxt", "1/model.onnx"])
+def test_a_file_linked_from_outside_the_repository_is_judged_but_never_quoted(
+        tmp_path: Path, linked: str) -> None:
+    """A repository in a pull request could link a file to the CI runner's token: the server
+    would refuse the model as it is, but the finding must not print the token into the log."""
+    secret = tmp_path / "token.txt"
+    secret.write_text(f"{SECRET} more words\n")
+    repo = tmp_path / "repo"
+    write_model(repo, "m", 'name: "m"\nbackend: "onnxruntime"\n', {"1/model.onnx": ""})
+    target = repo / "m" / linked
+    target.unlink()
+    target.symlink_to(secret)
+    before = tree_state(tmp_path)
+    text = run_cli("check", str(repo))
+    report = check_json(repo)
+    assert text.returncode == 1, text.stderr
+    assert SECRET not in text.stdout + text.stderr
+    assert SECRET not in json.dumps(report)
+    rule = "TD201" if linked == "config.pbtxt" else "TD301"
+    assert [f["rule"] for f in report["findings"] if f["severity"] == "error"] == [rule]
+    assert tree_state(tmp_path) == before
+
+
+def test_a_file_linked_inside_the_repository_is_still_quoted(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    write_model(repo, "m", 'name: "m"\nbackend: "onnxruntime"\n', {})
+    (repo / "notes.txt").write_text("placeholder for the model\n")
+    (repo / "m" / "1").mkdir()
+    (repo / "m" / "1" / "model.onnx").symlink_to("../../notes.txt")
+    report = check_json(repo)
+    assert any("beginning 'placeholder for the model'" in f["message"]
+               for f in report["findings"] if f["rule"] == "TD301")
