@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from triton_doctor import snapshot
-from triton_doctor.checks.live import LiveRequest, Unreachable, collect_live
-from triton_doctor.checks.poll import Poller
 from triton_doctor.checks.repository import TargetError, collect_repository
+from triton_doctor.checks.unavailable import Unreachable
 from triton_doctor.evidence import Evidence, RepositoryEvidence
 
 if TYPE_CHECKING:
+    from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
 
 __all__ = ["LivePoller", "TargetError", "Unreachable", "collect", "reread_repository"]
@@ -30,6 +30,9 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
         return evidence
     evidence = Evidence(repository=_repository(invocation))
     if sources.url and live:
+        # Imported here: a check without --url must not pay for the HTTP and TLS modules.
+        from triton_doctor.checks.live import collect_live
+
         collect_live(evidence, _request(sources))
     evidence.options = invocation.options_for(evidence)
     return evidence
@@ -46,6 +49,8 @@ class LivePoller:
     the server reveals."""
 
     def __init__(self, invocation: Invocation, base: Evidence) -> None:
+        from triton_doctor.checks.poll import Poller
+
         self._poller = Poller(_request(invocation.sources))
         self._invocation = invocation
         self._repository = base.repository
@@ -69,6 +74,8 @@ def _repository(invocation: Invocation) -> RepositoryEvidence | None:
 
 
 def _request(sources: Sources) -> LiveRequest:
+    from triton_doctor.checks.live import LiveRequest
+
     assert sources.url is not None
     return LiveRequest(sources.url, sources.metrics_url, sources.window_s, sources.timeout_s,
                        sources.log, sources.container)

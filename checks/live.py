@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.checks.unavailable import SourceUnavailable, Unreachable
 from triton_doctor.checks.urls import TRITON_METRICS_PORT, hide_credentials, split_url
 from triton_doctor.evidence import Evidence, GpuEvidence, MetricsEvidence, MetricsScrape
 
@@ -26,10 +26,6 @@ class LiveRequest:
     timeout_s: float = 5.0
     log_path: str | None = None
     container: str | None = None
-
-
-class Unreachable(Exception):
-    """A source the user asked for could not be read (exit code 3)."""
 
 
 def metrics_url_for(url: str) -> str:

@@ -8,7 +8,7 @@ import sys
 from tests.helpers import DEMO
 
 HEAVY = ("textual", "tritonclient.http", "tritonclient.grpc", "grpc", "docker", "pynvml", "onnx",
-         "requests", "psutil", "prometheus_client", "numpy")
+         "requests", "psutil", "prometheus_client", "numpy", "http.client", "ssl", "socket")
 
 
 def test_check_does_not_import_heavy_modules() -> None:

@@ -193,6 +193,7 @@ def test_watch_keeps_what_an_earlier_poll_revealed(tmp_path: Path,
     """A poll that misses the server (a restart) is judged for the release and GPU the last
     poll that reached it revealed, not for the newest release."""
     from triton_doctor.checks import collect as collector
+    from triton_doctor.checks import poll
 
     reached = Evidence(server=ServerEvidence(url="http://localhost:8000", version="2.47.0"),
                        gpu=GpuEvidence(devices=[GpuDevice(index=0, compute_capability="9.0")]))
@@ -205,7 +206,7 @@ def test_watch_keeps_what_an_earlier_poll_revealed(tmp_path: Path,
         def poll(self) -> Evidence:
             return next(polls)
 
-    monkeypatch.setattr(collector, "Poller", Replayed)
+    monkeypatch.setattr(poll, "Poller", Replayed)
     config = tmp_path / "settings.toml"
     config.write_text("")
     invocation = Invocation.from_args(build_parser().parse_args(
