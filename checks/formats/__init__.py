@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Callable
 
 from triton_doctor.checks.formats import onnx, openvino, sniff, tensorrt, torchscript
 from triton_doctor.evidence import ModelFile
@@ -27,22 +28,23 @@ PARSE_ERRORS = (ValueError, OverflowError, struct.error, RecursionError, MemoryE
 
 
 def read_model_file(model_path: str, relative: str, backend: str, *,
-                    quote_text: bool = True) -> ModelFile:
+                    may_quote: Callable[[], bool] = lambda: True) -> ModelFile:
     """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it;
-    without ``quote_text`` a problem never quotes the file's own text.
+    a problem quotes the file's own text only where ``may_quote()`` (asked then) says so.
 
     ``relative`` was listed in its directory a moment before, so one that is gone now is a
     dangling symbolic link, and is called so (as config.pbtxt is). A reader that fails on
     bytes it did not foresee makes that the file's problem, never the end of the check.
     """
     try:
-        return _read(model_path, relative, backend, quote_text)
+        return _read(model_path, relative, backend, may_quote)
     except PARSE_ERRORS as error:
         return ModelFile(path=relative, problem=f"cannot be parsed: {type(error).__name__}: "
                          f"{error} (the file is corrupt, or triton-doctor misreads it)")
 
 
-def _read(model_path: str, relative: str, backend: str, quote_text: bool) -> ModelFile:
+def _read(model_path: str, relative: str, backend: str,
+          may_quote: Callable[[], bool]) -> ModelFile:
     path = os.path.join(model_path, relative)
     if os.path.isdir(path):
         if backend != "onnxruntime":
@@ -54,7 +56,7 @@ def _read(model_path: str, relative: str, backend: str, quote_text: bool) -> Mod
             return ModelFile(path=relative, kind="directory",
                              problem="is a directory without a model.onnx file in it (ONNX "
                              "Runtime loads <directory>/model.onnx)")
-        found = onnx.read_onnx(inner, quote_text=quote_text)
+        found = onnx.read_onnx(inner, may_quote=may_quote)
         found.path = relative
         return found
     try:
@@ -75,7 +77,7 @@ def _read(model_path: str, relative: str, backend: str, quote_text: bool) -> Mod
     if reader is None:
         return ModelFile(path=relative, size_bytes=size, kind=kind)
     # Only the ONNX reader quotes a file's text (how a text file that is no model begins).
-    found = (onnx.read_onnx(path, quote_text=quote_text) if reader is onnx.read_onnx
+    found = (onnx.read_onnx(path, may_quote=may_quote) if reader is onnx.read_onnx
              else reader(path))
     found.path = relative
     return found

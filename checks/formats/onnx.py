@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
@@ -261,16 +261,17 @@ def looks_like_onnx(top: TopLevel) -> bool:
     return bool(top.graphs) and (error is None or error.truncated)
 
 
-def describe_not_onnx(wire: Wire, top: TopLevel, quote_text: bool) -> tuple[str, str]:
-    """(kind, problem sentence) for a file that is not an ONNX model, saying what it is, and
-    with ``quote_text`` how a text file begins."""
+def describe_not_onnx(wire: Wire, top: TopLevel,
+                      may_quote: Callable[[], bool]) -> tuple[str, str]:
+    """(kind, problem sentence) for a file that is not an ONNX model, saying what it is, and,
+    where ``may_quote()``, how a text file begins."""
     head = bytes(wire.buf[:sniff.HEAD_BYTES])
     kind = sniff.sniff_bytes(head, wire.size)
     if kind in OTHER_KINDS:
         return kind, f"is not an ONNX model ({OTHER_KINDS[kind]})"
     text = head_text(head)
     if text and all(char.isprintable() or char in "\r\n\t" for char in text):
-        if not quote_text:
+        if not may_quote():
             return "unknown", "is not an ONNX model (it is text)"
         quoted = " ".join(text.split())[:TEXT_QUOTE]
         return "unknown", f"is not an ONNX model (it is text, beginning {quoted!r})"
@@ -459,11 +460,11 @@ def read_opset(wire: Wire, start: int, end: int) -> tuple[str, int]:
     return ("" if domain == "ai.onnx" else domain), version
 
 
-def read_wire(wire: Wire, path: str, quote_text: bool) -> ModelFile:
+def read_wire(wire: Wire, path: str, may_quote: Callable[[], bool]) -> ModelFile:
     """The ModelFile for the file ``wire`` pages through: kind first, then the nested parts."""
     top = read_top_level(wire)
     if not looks_like_onnx(top):
-        kind, problem = describe_not_onnx(wire, top, quote_text)
+        kind, problem = describe_not_onnx(wire, top, may_quote)
         return ModelFile(path=path, size_bytes=wire.size, kind=kind, problem=problem)
     if top.error is not None:
         return ModelFile(path=path, size_bytes=wire.size, kind="onnx", problem=top.error.sentence)
@@ -530,15 +531,15 @@ def check_external(path: str, locations: list[str]) -> tuple[list[str], list[str
     return missing, outside
 
 
-def read_onnx(path: str, *, quote_text: bool = True) -> ModelFile:
+def read_onnx(path: str, *, may_quote: Callable[[], bool] = lambda: True) -> ModelFile:
     """Read ``path`` as an ONNX model; never raises: trouble goes into ``ModelFile.problem``,
-    which quotes the beginning of a text file only with ``quote_text``."""
+    which quotes the beginning of a text file only where ``may_quote()`` says so."""
     try:
         with open_file(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size == 0:
                 return sniff.empty_file(path)
-            return read_wire(Wire(PagedFile(handle.fileno(), size), size), path, quote_text)
+            return read_wire(Wire(PagedFile(handle.fileno(), size), size), path, may_quote)
     except FileChanged as error:
         return ModelFile(path=path, problem=str(error))
     except OSError as error:
