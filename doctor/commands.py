@@ -32,13 +32,14 @@ class _Stop(Exception):
         self.code = code
 
 
-def _collected(invocation: Invocation) -> Evidence:
-    """The Evidence the invocation asks for; a target that cannot be read (exit 2) or a live
-    source out of reach (exit 3) is said and raised as _Stop."""
+def _collected(invocation: Invocation, live: bool = True) -> Evidence:
+    """The Evidence the invocation asks for (the server left out unless ``live``); a target that
+    cannot be read (exit 2) or a live source out of reach (exit 3) is said and raised as
+    _Stop."""
     from triton_doctor.checks import collect
 
     try:
-        return collect.collect(invocation)
+        return collect.collect(invocation, live=live)
     except (ValueError, collect.TargetError) as error:  # SnapshotError, UsageError too
         say(error)
         raise _Stop(EXIT_USAGE) from None
@@ -125,13 +126,14 @@ def snapshot(invocation: Invocation) -> int:
 
 
 def watch(invocation: Invocation) -> int:
-    from triton_doctor.checks import collect
     from triton_doctor.tui import launch
 
     try:
         # The repository (or the snapshot) is read before the UI starts: its errors end here.
-        return launch.watch(invocation, collect.collect(invocation, live=False))
-    except (ValueError, collect.TargetError) as error:  # SnapshotError, NeedsTerminal too
+        return launch.watch(invocation, _collected(invocation, live=False))
+    except _Stop as stop:
+        return stop.code
+    except ValueError as error:  # NeedsTerminal, UiFailed
         say(error)
         return EXIT_USAGE
 
