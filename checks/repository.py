@@ -238,6 +238,8 @@ def _read_config(path: str, real_root: str) -> ConfigFile:
     model_config.parsed(config)  # parse now, so the evidence records the syntax error
     problem = config.syntax_error
     if problem is not None and not _inside(path, real_root):
+        # Nor is its text kept: TD202 would quote a ${...} in it, and a snapshot would save it.
+        config.text = None
         config.syntax_error = SyntaxProblem(problem.line, problem.column, UNQUOTED_SYNTAX)
     return config
 

@@ -374,7 +374,7 @@ def test_a_file_linked_from_outside_the_repository_is_judged_but_never_quoted(
     """A repository in a pull request could link a file to the CI runner's token: the server
     would refuse the model as it is, but the finding must not print the token into the log."""
     secret = tmp_path / "token.txt"
-    secret.write_text(f"{SECRET} more words\n")
+    secret.write_text(f"{SECRET} more words\nmax_batch_size: ${{{SECRET}}}\n")
     repo = tmp_path / "repo"
     write_model(repo, "m", 'name: "m"\nbackend: "onnxruntime"\n', {"1/model.onnx": ""})
     target = repo / "m" / linked
