@@ -7,7 +7,7 @@ from typing import Any
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import enum_name, is_ensemble
+from triton_doctor.rules._common import enum_name, is_ensemble, names_text
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: Batch input kinds that take exactly one source input.
@@ -89,7 +89,7 @@ def _batch_input_hits(batch_input: Any, where: str, inputs: set[str]) -> Iterato
                 message=f"batch_input '{batch_input.target_name}' reads source input "
                 f"'{source}', which is not a declared input",
                 triton_message=f"unknown source input name '{source}'",
-                fix=f"Use one of the declared inputs: {', '.join(sorted(inputs)) or 'none'}.",
+                fix=f"Use one of the declared inputs: {names_text(sorted(inputs))}.",
                 field=f"{where}.source_input",
             )
 

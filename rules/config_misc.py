@@ -8,7 +8,7 @@ from typing import Any
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import dims_product, enum_name, is_ensemble
+from triton_doctor.rules._common import dims_product, enum_name, is_ensemble, names_text
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: Bytes per element of each data type (TYPE_STRING has no fixed size).
@@ -159,7 +159,7 @@ def _warmup_input_hits(model: ModelView, sample: Any, name: str, inputs: set[str
     if inputs and name not in inputs:
         yield Hit(
             message=f"warmup '{sample.name}' feeds '{name}', which is not an input "
-            f"(inputs: {', '.join(sorted(inputs))}); the server drops it",
+            f"(inputs: {names_text(sorted(inputs))}); the server drops it",
             fix="Key warmup inputs by the model's input names.",
             field=f"{where}.inputs",
             severity=Severity.WARNING,
