@@ -10,6 +10,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,27 +22,31 @@ DEMO = ROOT / "fixtures" / "demo-repository"
 PYTHON_MODEL = "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
 
 
-def run_cli(*args: str, timeout: float = 60,
-            memory_bytes: int | None = None) -> subprocess.CompletedProcess[str]:
-    """The CLI in a subprocess, bounded in time and, with ``memory_bytes``, in address space
-    (for inputs whose defect was memory: a run past the limit fails instead of swapping)."""
+def memory_limit(memory_bytes: int) -> Callable[[], None]:
+    """A subprocess's ``preexec_fn`` that bounds its address space: a run past the limit fails
+    instead of swapping (for inputs whose defect was memory)."""
 
-    def limit_memory() -> None:
-        assert memory_bytes is not None
+    def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
+    return limit
+
+
+def run_cli(*args: str, timeout: float = 60,
+            memory_bytes: int | None = None) -> subprocess.CompletedProcess[str]:
+    """The CLI in a subprocess, bounded in time and, with ``memory_bytes``, in address space."""
     return subprocess.run(
         [sys.executable, "-m", "triton_doctor", *args],
         capture_output=True, text=True, timeout=timeout, check=False,
-        preexec_fn=limit_memory if memory_bytes else None,
+        preexec_fn=memory_limit(memory_bytes) if memory_bytes else None,
     )
 
 
 def tree_state(root: Path) -> dict[bytes, str]:
     """Every path below ``root`` (as bytes: names need not be UTF-8), not following links:
-    its mode (type and permissions) and a regular file's digest (a large one's size and
-    time) or a link's target, so that a test can assert a run changed nothing, special files
-    included."""
+    its mode (type and permissions), a regular file's modification time and digest (a large
+    one's size) or a link's target, so that a test can assert a run changed nothing (not even
+    rewrote a file with the same bytes), special files included."""
     state = {}
     for current, dirs, files in os.walk(bytes(root), followlinks=False):
         for name in dirs + files:
@@ -58,6 +63,7 @@ def tree_state(root: Path) -> dict[bytes, str]:
                         content = hashlib.sha256(handle.read()).hexdigest()
                 except PermissionError:
                     content = "unreadable"
+                content += f" mtime:{info.st_mtime_ns}"
             state[path] = f"{info.st_mode:o} {content}"
     return state
 

@@ -3,7 +3,6 @@ no traceback, and the repository left exactly as it was (the readers only read).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -17,7 +16,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import GOOD_CONFIG, ROOT, run_cli, run_cli_without_dac_override, write_model
+from tests.helpers import (
+    GOOD_CONFIG,
+    ROOT,
+    run_cli,
+    run_cli_without_dac_override,
+    tree_state,
+    write_model,
+)
 
 RESNET = ROOT / "fixtures" / "rules" / "TD306" / "pass" / "resnet50"
 ONNX_BYTES = (RESNET / "1" / "model.onnx").read_bytes()
@@ -45,22 +51,6 @@ LFS_POINTER = (
     "oid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\n"
     "size 102400000\n"
 )
-
-
-def _tree_hash(root: Path) -> str:
-    """One digest of every path below ``root``: its name, mode and content (or link target)."""
-    digest = hashlib.sha256()
-    for current, dirs, files in sorted(os.walk(root)):
-        dirs.sort()
-        for name in sorted(dirs + files):
-            path = Path(current) / name
-            stat = path.lstat()
-            digest.update(f"{path.relative_to(root)}\0{stat.st_mode}\0".encode())
-            if path.is_symlink():
-                digest.update(os.readlink(path).encode())
-            elif path.is_file():
-                digest.update(path.read_bytes())
-    return digest.hexdigest()
 
 
 def _zip_without_code() -> bytes:
@@ -135,10 +125,10 @@ CASES: dict[str, tuple[str, Callable[[Path], None], str, str]] = {
 def _check(repo: Path, run: Callable[..., subprocess.CompletedProcess[str]] = run_cli,
            ) -> list[dict[str, Any]]:
     """TD301's findings; the run must exit 1 without a traceback and leave ``repo`` as it was."""
-    before = _tree_hash(repo)
+    before = tree_state(repo)
     text = run("check", str(repo))
     proc = run("check", "--format", "json", str(repo))
-    assert _tree_hash(repo) == before
+    assert tree_state(repo) == before
     for done in (text, proc):
         assert done.returncode == 1, (done.returncode, done.stdout, done.stderr)
         assert "Traceback" not in done.stderr + done.stdout

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import stat
 import subprocess
 import sys
@@ -24,7 +23,7 @@ from triton_doctor.checks.live import LiveRequest
 from triton_doctor.checks.logs import BLOCK_BYTES, LogFollower
 from triton_doctor.checks.poll import Poller
 
-from tests.helpers import GOOD_CONFIG, run_cli, tree_state, write_model
+from tests.helpers import GOOD_CONFIG, memory_limit, run_cli, tree_state, write_model
 from tests.test_server_collector import HEALTHY, http_server
 
 #: A run of the CLI on a small repository takes a second or two; a hang takes forever.
@@ -134,11 +133,6 @@ print(read_onnx(path).problem)
 """
 
 
-def _limit_memory() -> None:
-    """The address-space limit for a script that is not the CLI (run_cli's is for the CLI)."""
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_BYTES, MEMORY_BYTES))
-
-
 def test_an_onnx_file_truncated_while_read_is_a_finding_not_sigbus(tmp_path: Path) -> None:
     pytest.importorskip("onnx")
     from fixtures.generate import onnx_models
@@ -148,7 +142,7 @@ def test_an_onnx_file_truncated_while_read_is_a_finding_not_sigbus(tmp_path: Pat
                       initializer_bytes=1024 * 1024)
     proc = subprocess.run([sys.executable, "-c", TRUNCATE_WHILE_READING, str(path)],
                           capture_output=True, text=True, timeout=TIMEOUT_S, check=False,
-                          preexec_fn=_limit_memory)
+                          preexec_fn=memory_limit(MEMORY_BYTES))
     assert proc.returncode == 0, (proc.returncode, proc.stderr)
     assert "changed while it was read" in proc.stdout
 

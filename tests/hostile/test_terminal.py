@@ -21,7 +21,7 @@ from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Location, Severity
 from triton_doctor.report import text
 
-from tests.helpers import GOOD_CONFIG, ROOT, run_cli, write_model
+from tests.helpers import GOOD_CONFIG, ROOT, run_cli, tree_state, write_model
 
 #: A model with a warning of its own, beside the hostile one: still judged.
 OTHER_CONFIG = GOOD_CONFIG.replace("dynamic_batching { max_queue_delay_microseconds: 100 }", "")
@@ -74,17 +74,6 @@ def layout(output: str, colour: bool = False) -> tuple[int, int]:
     return headers, findings
 
 
-def tree(root: Path) -> dict[bytes, tuple[int, int, int]]:
-    """Every path under ``root`` with its mode, size and modification time."""
-    found = {}
-    for folder, dirs, files in os.walk(bytes(root)):
-        for name in [*dirs, *files]:
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            found[path] = (info.st_mode, info.st_size, info.st_mtime_ns)
-    return found
-
-
 def strings(value: object) -> Iterator[str]:
     """Every string in a parsed JSON document."""
     if isinstance(value, str):
@@ -116,7 +105,7 @@ def hostile_repository(root: Path, name: str) -> Path:
 def test_hostile_directory_names_reach_the_text_report_escaped(tmp_path: Path) -> None:
     for number, name in enumerate(HOSTILE_NAMES):
         repo = hostile_repository(tmp_path / str(number), name)
-        before = tree(tmp_path)
+        before = tree_state(tmp_path)
         for colour in ("never", "always"):
             proc = run_cli("check", "--color", colour, str(repo), timeout=60)
             output = proc.stdout + proc.stderr
@@ -128,13 +117,13 @@ def test_hostile_directory_names_reach_the_text_report_escaped(tmp_path: Path) -
                                         str(repo)).stdout)["findings"]
             assert {f["model"] for f in judged} == {name, "other"}
             assert layout(proc.stdout, colour=colour == "always") == (2, len(judged))
-        assert tree(tmp_path) == before
+        assert tree_state(tmp_path) == before
 
 
 def test_json_and_sarif_escape_what_they_carry(tmp_path: Path) -> None:
     name = "t\x1b]0;pwned\x07\u202e"
     repo = hostile_repository(tmp_path, name)
-    before = tree(tmp_path)
+    before = tree_state(tmp_path)
     report = run_cli("check", "--format", "json", str(repo))
     assert report.returncode == 1 and forbidden(report.stdout) == [], report.stdout
     assert "\\u001b]0;pwned\\u0007\\u202e" in report.stdout
@@ -142,7 +131,7 @@ def test_json_and_sarif_escape_what_they_carry(tmp_path: Path) -> None:
     sarif = run_cli("check", "--format", "sarif", str(repo))
     assert sarif.returncode == 1 and forbidden(sarif.stdout) == [], sarif.stdout
     assert any(name in value for value in strings(json.loads(sarif.stdout)))
-    assert tree(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_error_messages_on_stderr_are_escaped(tmp_path: Path) -> None:
@@ -173,14 +162,14 @@ output [ {{ name: {pbtxt_string("OUT" + hostile)} data_type: TYPE_FP32 dims: [ -
 parameters {{ key: {pbtxt_string("k" + hostile)}
   value {{ string_value: {pbtxt_string(hostile)} }} }}
 """)
-    before = tree(tmp_path)
+    before = tree_state(tmp_path)
     proc = run_cli("config", str(model))
     assert proc.returncode == 1, proc.stderr  # dims: -2 is refused
     assert "Traceback" not in proc.stdout + proc.stderr
     assert forbidden(proc.stdout) == [] and forbidden(proc.stderr) == [], proc.stdout
     assert 'name: "IN\\033]0;pwned\\007\\033[2J"' in proc.stdout
     assert "OUT\\x1b]0;pwned\\x07\\x1b[2J" in proc.stderr
-    assert tree(tmp_path) == before
+    assert tree_state(tmp_path) == before
 
 
 def test_config_comments_from_auto_complete_are_escaped(tmp_path: Path) -> None:
