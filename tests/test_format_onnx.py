@@ -136,8 +136,6 @@ CASES: dict[str, dict[str, Any]] = {
     "element_types": dict(
         inputs=[(f"in_{name}", name, [1]) for name in TRITON_NAMES if name != "UNDEFINED"],
         outputs=[("out", "FLOAT", [1])]),
-    "no_producer": dict(inputs=[("x", "FLOAT", [1])], outputs=[("y", "FLOAT", [1])],
-                        producer=("", "")),
 }
 
 
