@@ -26,44 +26,69 @@ def _major_minor(version: str) -> str:
 def tensorrt_version_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the TensorRT version in each plan's header (read without a GPU) against
-    the TensorRT of the target release (`--triton-version`, default the newest known).
-    Major.minor must match; plans built version-compatible (TensorRT >= 8.6, loaded with
-    `--backend-config=tensorrt,version-compatible=true`) are the exception.
+    the TensorRT of the target release (`--triton-version`, default the newest known). The
+    whole version must match: from TensorRT 8.6 on, major.minor.patch.build; before, the first
+    three. Plans built version-compatible (TensorRT >= 8.6, loaded with
+    `--backend-config=tensorrt,version-compatible=true`) are the exception, which the header
+    does not show. Against a release whose TensorRT no public source confirms, a mismatch is a
+    warning.
 
-    Why it matters: TensorRT refuses to deserialize the plan ("The engine plan file is not
-    compatible with this version of TensorRT, expecting library version 10.3.0.26 got
-    8.6.1.6, please rebuild.") and Triton reports "unable to create TensorRT engine".
+    Why it matters: TensorRT refuses to deserialize the plan, even from another build of the
+    same release ("The engine plan file is not compatible with this version of TensorRT,
+    expecting library version 8.6.1.2 got 8.6.1.6, please rebuild."; a plan of another
+    major.minor fails on its serialization tag instead), and Triton reports "unable to create
+    TensorRT engine".
 
-    Example: a plan built in `tensorrt:23.10` served by `tritonserver:24.08` → rebuild it
-    with trtexec in the `tensorrt:24.08` (or `tritonserver:24.08-py3-sdk`) image.
+    Example: a plan built with `pip install tensorrt` (8.6.1.6) served by `tritonserver:23.05`
+    (8.6.1.2) → rebuild it with the trtexec of TensorRT 8.6.1.2.
 
-    Fix: rebuild the engine with the TensorRT of the serving image, on the same GPU model.
+    Fix: rebuild the engine with the exact TensorRT of the serving image, on the same GPU model.
     """
     release = repository.release
     if model.effective.backend != "tensorrt" or not release.tensorrt:
         return
     confirmed = release.container in profiles.TENSORRT_CONFIRMED
+    expected = profiles.tensorrt_compared(release.tensorrt, release.tensorrt)
     for number, found in model_files(model):
         plan = found.tensorrt
         if plan is None or not plan.tensorrt_version:
             continue
-        if _major_minor(plan.tensorrt_version) == _major_minor(release.tensorrt):
-            continue
+        built = plan.tensorrt_version
+        got = profiles.tensorrt_compared(built, release.tensorrt)
+        if got.split(".")[: expected.count(".") + 1] == expected.split("."):
+            continue  # equal as far as the release's version is known
+        same_family = _major_minor(built) == _major_minor(release.tensorrt)
         yield Hit(
-            message=f"{found.path} was built with TensorRT {plan.tensorrt_version}; "
-            f"{release.label} ships TensorRT {release.tensorrt}"
+            message=f"{found.path} was built with TensorRT {built}; {release.label} ships "
+            f"TensorRT {release.tensorrt}"
+            + (", and TensorRT compares the whole version" if same_family else "")
+            + _version_compatible_caveat(built, release.tensorrt)
             + ("" if confirmed else " (release table entry not confirmed by a public source)"),
-            triton_message="unable to create TensorRT engine: The engine plan file is not "
-            "compatible with this version of TensorRT, expecting library version "
-            f"{release.tensorrt} got {plan.tensorrt_version}, please rebuild.",
-            fix=f"Rebuild the plan with TensorRT {release.tensorrt} (the "
-            f"tensorrt:{release.container}-py3 image), or pick the Triton release whose "
-            f"TensorRT is {_major_minor(plan.tensorrt_version)}.",
+            triton_message="The engine plan file is not compatible with this version of "
+            f"TensorRT, expecting library version {expected} got {got}, please rebuild."
+            if same_family else None,
+            fix=f"Rebuild the plan with TensorRT {release.tensorrt}, the one inside "
+            f"tritonserver:{release.container}-py3 (the tensorrt:{release.container}-py3 image "
+            "usually has the same build, not always: compare its TRT_VERSION), or pick the "
+            f"Triton release whose TensorRT is {built}.",
             path=f"{model.dir.path}/{found.path}",
             version=str(number),
-            evidence={"plan_tensorrt": plan.tensorrt_version, "server_tensorrt": release.tensorrt},
+            evidence={"plan_tensorrt": built, "server_tensorrt": release.tensorrt},
             severity=None if confirmed else Severity.WARNING,
         )
+
+
+def _version_compatible_caveat(built: str, server: str) -> str:
+    """The exception a version-compatible plan makes: built with TensorRT >= 8.6 and loaded by
+    a later TensorRT of the same major, when the backend is configured for it."""
+    def numbers(version: str) -> tuple[int, ...]:
+        return tuple(int(part) for part in version.split(".") if part.isdigit())
+    plan, target = numbers(built), numbers(server)
+    if plan[:2] >= profiles.TENSORRT_BUILD_COMPARED_FROM and plan[:1] == target[:1] \
+            and plan < target:
+        return (" (it loads only if it was built version-compatible and the server runs with "
+                "--backend-config=tensorrt,version-compatible=true)")
+    return ""
 
 
 @rule("TD502", "tensorrt-gpu-mismatch", "error", "Plan built for another GPU",

@@ -17,6 +17,9 @@ _BACKENDS_FULL = frozenset({
     "square", "tensorflow", "tensorrt",
 })
 _BACKENDS_NO_TF = _BACKENDS_FULL - {"tensorflow"}
+#: Before 21.06 the image had no FIL backend, before 21.03 no OpenVINO backend either.
+_BACKENDS_NO_FIL = _BACKENDS_FULL - {"fil"}
+_BACKENDS_NO_FIL_OPENVINO = _BACKENDS_NO_FIL - {"openvino"}
 
 
 @dataclass(frozen=True)
@@ -34,6 +37,29 @@ class Release:
 
 
 RELEASES: tuple[Release, ...] = (
+    Release("21.02", "2.7.0", "1.6.0", "7.2.2.3", backends=_BACKENDS_NO_FIL_OPENVINO),
+    Release("21.03", "2.8.0", "1.6.0", "7.2.2.3", backends=_BACKENDS_NO_FIL),
+    Release("21.04", "2.9.0", "1.7.1", "7.2.3.4", backends=_BACKENDS_NO_FIL),
+    Release("21.05", "2.10.0", "1.7.1", "7.2.3.4", backends=_BACKENDS_NO_FIL),
+    Release("21.06", "2.11.0", "1.8.0", "7.2.3.4"),
+    Release("21.07", "2.12.0", "1.8.0", "8.0.1.6"),
+    Release("21.08", "2.13.0", "1.8.1", "8.0.1.6"),
+    Release("21.09", "2.14.0", "1.8.1", "8.0.3.4"),
+    Release("21.10", "2.15.0", "1.9.0", "8.0.3.4"),
+    Release("21.11", "2.16.0", "1.9.0", "8.0.3.4"),
+    Release("21.12", "2.17.0", "1.10.0", "8.2.1.8"),
+    Release("22.01", "2.18.0", "1.10.0", "8.2.2.1"),
+    Release("22.02", "2.19.0", "1.10.0", "8.2.3.0"),
+    Release("22.03", "2.20.0", "1.10.0", "8.2.3.0"),
+    Release("22.04", "2.21.0", "1.10.0", "8.2.4.2"),
+    Release("22.05", "2.22.0", "1.11.1", "8.2.5.1"),
+    Release("22.06", "2.23.0", "1.11.1", "8.2.5.1"),
+    Release("22.07", "2.24.0", "1.12.0", "8.4.1.5"),
+    Release("22.08", "2.25.0", "1.12.0", "8.4.2.4"),
+    Release("22.09", "2.26.0", "1.12.1", "8.5.0.12"),
+    Release("22.10", "2.27.0", "1.13.1", "8.5.0.12"),
+    Release("22.11", "2.28.0", "1.13.1", "8.5.1.7"),
+    Release("22.12", "2.29.0", "1.13.1", "8.5.1.7"),
     Release("23.01", "2.30.0", "1.13.1", "8.5.2.2"),
     Release("23.02", "2.31.0", "1.13.1", "8.5.3"),
     Release("23.03", "2.32.0", "1.14.1", "8.5.3"),
@@ -47,9 +73,9 @@ RELEASES: tuple[Release, ...] = (
     Release("23.11", "2.40.0", "1.16.3", "8.6.1.6"),
     Release("23.12", "2.41.0", "1.16.3", "8.6.1.6"),
     Release("24.01", "2.42.0", "1.16.3", "8.6.1.6"),
-    Release("24.02", "2.43.0", "1.16.3", "8.6.3"),
-    Release("24.03", "2.44.0", "1.17.2", "8.6.3"),
-    Release("24.04", "2.45.0", "1.17.3", "8.6.3"),
+    Release("24.02", "2.43.0", "1.16.3", "8.6.3.1"),
+    Release("24.03", "2.44.0", "1.17.2", "8.6.3.1"),
+    Release("24.04", "2.45.0", "1.17.3", "8.6.3.1"),
     Release("24.05", "2.46.0", "1.18.0", "10.0.1.6"),
     Release("24.06", "2.47.0", "1.18.0", "10.1.0.27"),
     Release("24.07", "2.48.0", "1.18.1", "10.2.0.19"),
@@ -80,15 +106,20 @@ RELEASES: tuple[Release, ...] = (
     Release("26.08", "2.72.0", "1.28.0", backends=_BACKENDS_NO_TF),
     Release("26.09", "2.73.0", "", backends=_BACKENDS_NO_TF),
 )
-#: Releases whose TensorRT version a public source confirms (the others come from memory of the
-#: support matrix, so a mismatch against them is reported as a warning, not an error).
-TENSORRT_CONFIRMED = frozenset({"23.04", "23.05", "24.02", "24.05"})
+#: Releases whose TensorRT version a public source confirms, to the components TensorRT compares
+#: (the others come from memory of the support matrix, so a mismatch against them is reported as
+#: a warning, not an error). Sources in docs/profiles-sources.md.
+TENSORRT_CONFIRMED = frozenset({
+    "22.03", "22.04", "23.04", "23.05", "24.02", "24.03", "24.04", "24.05",
+})
 NEWEST = RELEASES[-1]
 
 #: ONNX Runtime minor -> (newest ONNX IR version, newest default-domain opset) it loads, from
 #: ONNX Runtime's compatibility table (it stops at 1.20; later releases are left out).
 ONNXRUNTIME_LIMITS: dict[str, tuple[int, int]] = {
-    "1.13": (8, 17), "1.14": (8, 18), "1.15": (8, 19), "1.16": (9, 19), "1.17": (9, 20),
+    "1.6": (7, 13), "1.7": (7, 13), "1.8": (7, 14), "1.9": (8, 15), "1.10": (8, 15),
+    "1.11": (8, 16), "1.12": (8, 17), "1.13": (8, 17), "1.14": (8, 18), "1.15": (8, 19),
+    "1.16": (9, 19), "1.17": (9, 20),
     "1.18": (10, 21), "1.19": (10, 21), "1.20": (10, 21),
 }
 
@@ -101,6 +132,19 @@ GPU_COMPUTE_CAPABILITY = {
     "H20": "9.0", "B200": "10.0", "GB200": "10.0", "B300": "10.3", "RTX5090": "12.0",
     "JETSONXAVIER": "7.2", "JETSONORIN": "8.7",
 }
+
+#: Repository agents in /opt/tritonserver/repoagents of the full image: build.py builds only
+#: "checksum", from 21.03 on (sources in docs/profiles-sources.md).
+REPO_AGENTS = frozenset({"checksum"})
+REPO_AGENTS_FROM = "21.03"
+#: Where the server looks for an agent, ``<dir>/<name>/libtritonrepoagent_<name>.so``.
+REPO_AGENT_DIR = "/opt/tritonserver/repoagents"
+
+
+#: From this TensorRT on, the library compares a plan's whole version, build included, with its
+#: own and prints four components ("expecting library version 8.6.1.2 got 8.6.1.6"); before it,
+#: three ("expecting library version 8.2.4 got 8.2.3"). Sources in docs/profiles-sources.md.
+TENSORRT_BUILD_COMPARED_FROM = (8, 6)
 
 
 class ProfileError(ValueError):
@@ -146,7 +190,19 @@ def compute_capability(gpu: str) -> str:
     )
 
 
+def repo_agents(release: Release) -> frozenset[str]:
+    """The repository agents the release's full image ships."""
+    return REPO_AGENTS if release.container >= REPO_AGENTS_FROM else frozenset()
+
+
 def onnxruntime_limits(release: Release) -> tuple[int, int] | None:
     """(newest IR version, newest opset) the release's ONNX Runtime loads, when known."""
     minor = ".".join(release.onnxruntime.split(".")[:2])
     return ONNXRUNTIME_LIMITS.get(minor)
+
+
+def tensorrt_compared(version: str, server_tensorrt: str) -> str:
+    """``version`` cut to the components TensorRT ``server_tensorrt`` compares and prints."""
+    parts = version.split(".")
+    server = tuple(int(part) for part in server_tensorrt.split(".")[:2] if part.isdigit())
+    return ".".join(parts[: 4 if server >= TENSORRT_BUILD_COMPARED_FROM else 3])
