@@ -15,5 +15,6 @@ from triton_doctor.rules import (  # noqa: F401
     model_io,
     python_model,
     resources,
+    runtime,
     serving,
 )

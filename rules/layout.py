@@ -482,25 +482,24 @@ def autocomplete_wrong_dir(model: ModelView, repository: RepositoryView) -> Iter
 
 
 @rule("TD113", "runtime-escapes", "error", "runtime points outside the backend directory",
-      server_says=("unable to find backend library '", "escapes backend directory"))
+      server_says=("escapes backend directory",))
 def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: a `runtime` library given as a path: it must be found in the version or
-    model directory (the backend's own directory is searched last, so bare file names are
-    not judged), and must not lead out of the directory it is found in.
+    What it checks: a `runtime` library given as a path, found in the version or model
+    directory (searched in that order), must not lead out of the directory it is found in.
+    A library found nowhere is TD505's.
 
     Why it matters: the server refuses a library that leads out of its search directory
-    ("escapes backend directory"), and fails when it finds none ("unable to find backend
-    library").
+    ("backend library name '../libtriton_custom.so' escapes backend directory").
 
-    Example: `runtime: "../libs/libtriton_custom.so"` → copy the library into the model
-    directory and write `runtime: "libtriton_custom.so"`.
+    Example: `runtime: "../libtriton_custom.so"` with the library in the model directory →
+    write `runtime: "libtriton_custom.so"`.
 
     Fix: place the library in the model or version directory, and name it without `..`.
     """
     runtime = model.effective.runtime
     if not runtime or runtime == "model.py" or "/" not in runtime:
-        return  # a bare file name may well be in the backend's own directory
+        return  # a bare file name cannot lead out of where it is found
     tree = set(model.dir.tree)
     name = model.effective.name
     search = [version_dir_name(v) for v in model.loaded_versions[:1]] + [""]
@@ -517,19 +516,6 @@ def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hi
                     field="runtime",
                 )
             return
-    if model.dir.tree_stopped_after is not None:
-        return  # the walk stopped before it could tell; TD114 says so
-    searched = " ".join(
-        f"'{model.dir.path}/{base}'" if base else f"'{model.dir.path}'" for base in search
-    )
-    yield Hit(
-        message=f"runtime '{runtime}' is neither in the version nor the model directory (the "
-        "backend directory is searched last; a path outside these is refused as escaping)",
-        triton_message=f"unable to find backend library '{runtime}' for model '{name}', "
-        f"searched: {searched}",
-        fix="Copy the library into the model directory and give its bare file name.",
-        field="runtime",
-    )
 
 
 @rule("TD114", "check-incomplete", "warning", "Part of the model is too large to check", needs=())

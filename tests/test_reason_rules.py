@@ -26,16 +26,16 @@ def _owners(fragment: str) -> set[str]:
          "indicate a variable-size dimension for bad_dims_neg", "TD212"),
         ("Internal: SyntaxError: expected ':' (model.py, line 2)", "TD301"),
         ("Invalid argument: instance group gpu_instance_0 of model gpu_instance has kind "
-         "KIND_GPU but no GPUs are available", "TD231"),
+         "KIND_GPU but no GPUs are available", "TD236"),
         ("Internal: model 'm', tensor 'IN': the model expects dims [4] but the model "
          "configuration specifies dims [16]", "TD309"),
         ("Invalid argument: model 'm', tensor 'x': the model expects 2 dimensions (shape "
          "[-1,16]) but the model configuration specifies 3 dimensions", "TD306"),
         ("Internal: RuntimeError: boom in initialize", None),
-        # The longest declared words win: TD113's library path over TD504's backend name,
+        # The longest declared words win: TD505's library name over TD504's backend name,
         # TD502's plan over TD301's engine, TD415's data types over TD412's "in ensemble".
         ("Invalid argument: unable to find backend library '../lib/libtriton_python.so' for "
-         "model 'm', searched: '/models/m/1' '/models/m'", "TD113"),
+         "model 'm', searched: '/models/m/1' '/models/m'", "TD505"),
         ("unable to create TensorRT engine: The engine plan file is generated on an "
          "incompatible device, expecting compute 8.9 got compute 8.0, please rebuild.", "TD502"),
         ("Invalid argument: in ensemble e, ensemble tensor IN: inconsistent data type: "

@@ -133,6 +133,14 @@ SIXTEEN_BYTES = "0123456789abcdef"
 
 GOOD_CASES: list[Case] = [
     Case("good_plain", python_model("good_plain", config("good_plain"))),
+    # The Python backend's own library, found in its backend directory (TD505 stays silent).
+    Case(
+        "good_runtime_backend_library",
+        python_model(
+            "good_runtime_backend_library",
+            config("good_runtime_backend_library", extra='runtime: "libtriton_python.so"'),
+        ),
+    ),
     Case(
         "good_dynamic_batching",
         python_model(
@@ -729,6 +737,29 @@ BROKEN_CASES: list[Case] = [
         "unable to find backend library '../lib/libtriton_python.so' for model "
         "'runtime_outside_missing'",
         extra='runtime: "../lib/libtriton_python.so"',
+    ),
+    # runtime as a bare name, a Python-based backend, repository agents (TD505-TD507). The
+    # agent is looked up at poll time: its words are in the log.
+    from_fixture(
+        "TD505",
+        "resize",
+        "runtime 'libtriton_pytorch.so' for the Python backend, in no directory searched",
+        "unable to find backend library 'libtriton_pytorch.so' for model 'td505_resize', "
+        "searched: ",
+    ),
+    from_fixture(
+        "TD506",
+        "detector",
+        "runtime 'model.py' with backend python: the backend's directory has no model.py",
+        "unable to find Python backend based backend library 'model.py' for model "
+        "'td506_detector', searched: '",
+    ),
+    from_fixture(
+        "TD507",
+        "classifier",
+        "repository agent 'checksums', which no image ships",
+        "unable to find 'libtritonrepoagent_checksums.so' for repo agent 'checksums', "
+        "searched: /opt/tritonserver/repoagents",
     ),
     # Warmup (TD243): prepared when the instance is created, in the load answer. A sample
     # that is refused only when it runs (batch_size too big) is in CRASHES_SERVER.
