@@ -3,13 +3,15 @@ composing models are loaded)."""
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from dataclasses import field as default
 from typing import Any
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import is_ensemble, names_text, type_name
+from triton_doctor.rules._common import dims_text, is_ensemble, names_text, type_name
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 
@@ -26,6 +28,35 @@ def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
 MAX_LISTED = 64
 
 
+@dataclass(frozen=True)
+class _Node:
+    """An ensemble tensor as one model declares it (core's TensorNode): the server checks
+    every later declaration of the tensor against the first."""
+
+    model: str
+    data_type: int
+    dims: tuple[int, ...]
+    batching: bool
+
+    @property
+    def full_dims(self) -> tuple[int, ...]:
+        """The shape with the batch dimension (-1) in front, for a model that batches."""
+        return (-1, *self.dims) if self.batching else self.dims
+
+    def fits(self, other: _Node) -> bool:
+        """Core's shape check: the shapes match (-1 matching any size), or do with the batch
+        dimension, so that a non-batching model may take [-1, 4] from a batching one's [4]."""
+        return _wildcard_equal(self.dims, other.dims) or _wildcard_equal(
+            self.full_dims, other.full_dims
+        )
+
+
+def _wildcard_equal(left: tuple[int, ...], right: tuple[int, ...]) -> bool:
+    return len(left) == len(right) and all(
+        a == b or -1 in (a, b) for a, b in zip(left, right, strict=True)
+    )
+
+
 @dataclass
 class _StepModel:
     """A step model's tensors, gathered once for all the steps that call it, so that a step
@@ -35,7 +66,10 @@ class _StepModel:
     outputs: set[str]
     #: Inputs that are not optional, in declaration order.
     required: list[str]
-    types: dict[str, int]
+    #: Each input's place in the declaration: the order in which the server meets a step's inputs.
+    rank: dict[str, int]
+    input_nodes: dict[str, _Node]
+    output_nodes: dict[str, _Node]
     #: The fix every finding about a step calling this model gives.
     fix: str
 
@@ -45,11 +79,18 @@ def _step_model(target: ModelView, known: dict[str, _StepModel]) -> _StepModel:
         config = target.effective
         inputs = {t.name: t for t in config.input}
         outputs = {t.name for t in config.output}
+        batching = config.max_batch_size > 0
+
+        def node(tensor: Any) -> _Node:
+            return _Node(config.name, tensor.data_type, tuple(tensor.dims), batching)
+
         known[target.name] = _StepModel(
             inputs=inputs,
             outputs=outputs,
             required=[name for name, tensor in inputs.items() if not tensor.optional],
-            types={t.name: t.data_type for t in [*config.input, *config.output]},
+            rank={name: index for index, name in enumerate(inputs)},
+            input_nodes={t.name: node(t) for t in config.input},
+            output_nodes={t.name: node(t) for t in config.output},
             fix=f"{config.name} has inputs {names_text(list(inputs))} and outputs "
             f"{names_text(sorted(outputs))}; map those names.",
         )
@@ -250,7 +291,7 @@ def ensemble_version_missing(repository: RepositoryView) -> Iterator[Hit]:
                     f"the versions it loads: {loaded}",
                     triton_message=f"ensemble '{model.effective.name}' depends on "
                     f"'{step.model_name}' whose required version {step.model_version} is not "
-                    "loaded",
+                    "loaded.",
                     fix="Use model_version: -1, or add that version (and a version_policy that "
                     "loads it).",
                     model=model.name,
@@ -306,6 +347,71 @@ def _cycle_end(start: str, calls: dict[str, list[str]]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class _Conflict:
+    """The first declaration of an ensemble tensor that disagrees with the tensor's first one,
+    where the server meets it; ``shape`` says that the data types agree."""
+
+    tensor: str
+    first: _Node
+    later: _Node
+    field: str
+    shape: bool
+
+
+def _conflicts(
+    model: ModelView, repository: RepositoryView, known: dict[str, _StepModel]
+) -> Iterator[_Conflict]:
+    """At most one conflict per ensemble tensor, in the server's order: the ensemble's inputs
+    and outputs (their reshape, if any, as the shape), then each step's inputs in the step
+    model's order and its outputs. A step model whose tensors are unknown may declare a tensor
+    first; shapes against that unknown first are not judged (-1 makes the check
+    intransitive), data types still are (equality is)."""
+    ensemble = model.effective
+    batching = ensemble.max_batch_size > 0
+    first: dict[str, _Node] = {}
+    for tensor in [*ensemble.input, *ensemble.output]:
+        shape = tensor.reshape.shape if tensor.HasField("reshape") else tensor.dims
+        node = _Node(ensemble.name, tensor.data_type, tuple(shape), batching)
+        first.setdefault(tensor.name, node)
+    unknown_first: set[str] = set()
+    settled: set[str] = set()
+    for index, step in enumerate(ensemble.ensemble_scheduling.step):
+        target = repository.by_name.get(step.model_name)
+        where = f"ensemble_scheduling.step[{index}]"
+        if target is None or not declares_io(target):
+            maps = [*step.input_map.values(), *step.output_map.values()]
+            unknown_first.update(t for t in maps if t not in first)
+            continue
+        tensors = _step_model(target, known)
+        rank = tensors.rank
+        keys = sorted((k for k in step.input_map if k in rank), key=rank.__getitem__)
+        met = [(step.input_map[k], tensors.input_nodes[k], f"{where}.input_map") for k in keys]
+        met += [
+            (tensor, tensors.output_nodes[key], f"{where}.output_map")
+            for key, tensor in step.output_map.items()
+            if key in tensors.output_nodes
+        ]
+        for tensor, node, mapped in met:
+            earlier = first.setdefault(tensor, node)
+            if earlier is node or tensor in settled:
+                continue
+            conflict = _conflict(tensor, earlier, node, mapped, tensor in unknown_first)
+            if conflict is not None:
+                settled.add(tensor)
+                yield conflict
+
+
+def _conflict(
+    tensor: str, first: _Node, later: _Node, field: str, first_unknown: bool
+) -> _Conflict | None:
+    if first.data_type and later.data_type and first.data_type != later.data_type:
+        return _Conflict(tensor, first, later, field, shape=False)
+    if first_unknown or not (first.data_type and later.data_type) or first.fits(later):
+        return None
+    return _Conflict(tensor, first, later, field, shape=True)
+
+
 @rule(
     "TD415",
     "ensemble-dtype-mismatch",
@@ -330,35 +436,218 @@ def ensemble_dtype_mismatch(repository: RepositoryView) -> Iterator[Hit]:
     known: dict[str, _StepModel] = {}
     for model in ensembles(repository):
         ensemble = model.effective
-        seen: dict[str, tuple[int, str]] = {}
-        sources: list[tuple[str, int, str]] = [
-            (t.name, t.data_type, ensemble.name) for t in ensemble.input
-        ]
-        for step in ensemble.ensemble_scheduling.step:
-            target = repository.by_name.get(step.model_name)
-            if target is None or not declares_io(target):
+        for conflict in _conflicts(model, repository, known):
+            if conflict.shape:
                 continue
-            types = _step_model(target, known).types
-            for key, tensor in [*step.input_map.items(), *step.output_map.items()]:
-                if key in types:
-                    sources.append((tensor, types[key], target.effective.name))
-        sources += [(t.name, t.data_type, ensemble.name) for t in ensemble.output]
-        for tensor, dtype, origin in sources:
-            if not dtype:
+            first, later = conflict.first, conflict.later
+            text = (
+                f"in ensemble {ensemble.name}, ensemble tensor {conflict.tensor}: inconsistent "
+                f"data type: {type_name(first.data_type)} is inferred from model {first.model} "
+                f"while {type_name(later.data_type)} is inferred from model {later.model}"
+            )
+            yield Hit(
+                message=text,
+                triton_message=text,
+                fix=f"Give '{conflict.tensor}' one data type everywhere it is used.",
+                model=model.name,
+                path=model.config_path,
+                line=model.locate("ensemble_scheduling"),
+            )
+
+
+@rule(
+    "TD416",
+    "ensemble-shape-mismatch",
+    "error",
+    "Ensemble tensor with two shapes",
+    scope="repository",
+    server_says=(": inconsistent shape: ",),
+)
+def ensemble_shape_mismatch(repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: each ensemble tensor has one shape across the ensemble's own inputs and
+    outputs (their `reshape` when they have one) and the `dims` of the step models' tensors it
+    is mapped to, as the server compares them: the batch dimension (-1) in front for a model
+    whose max_batch_size is above 0, -1 matching any size, and the shapes equal either without
+    or with the batch dimension. Step models are taken as the server runs them, auto-complete
+    included (those that declare their tensors only).
+
+    Why it matters: the server refuses the ensemble ("inconsistent shape").
+
+    Example: `preprocess` writes `IMAGE` with `dims: [ 3, 224, 224 ]` into the ensemble tensor
+    that `classifier` reads as `dims: [ 224, 224, 3 ]` → make the layouts agree (or add a
+    transposing step).
+
+    Fix: declare the tensor with the same shape in the ensemble and in every step that reads
+    or writes it; a variable dimension is -1.
+    """
+    known: dict[str, _StepModel] = {}
+    for model in ensembles(repository):
+        ensemble = model.effective
+        for conflict in _conflicts(model, repository, known):
+            if not conflict.shape:
                 continue
-            first = seen.setdefault(tensor, (dtype, origin))
-            if first[0] != dtype:
-                text = (
-                    f"in ensemble {ensemble.name}, ensemble tensor {tensor}: inconsistent "
-                    f"data type: {type_name(first[0])} is inferred from model {first[1]} "
-                    f"while {type_name(dtype)} is inferred from model {origin}"
-                )
-                yield Hit(
-                    message=text,
-                    triton_message=text,
-                    fix=f"Give '{tensor}' one data type everywhere it is used.",
-                    model=model.name,
-                    path=model.config_path,
-                    line=model.locate("ensemble_scheduling"),
-                )
-                seen[tensor] = (dtype, origin)
+            first, later = conflict.first, conflict.later
+            text = (
+                f"in ensemble {ensemble.name}, ensemble tensor {conflict.tensor}: inconsistent "
+                f"shape: {dims_text(first.full_dims)} is inferred from model {first.model} "
+                f"while {dims_text(later.full_dims)} is inferred from model {later.model}"
+            )
+            yield Hit(
+                message=text,
+                triton_message=text,
+                fix=f"Give '{conflict.tensor}' one shape in {first.model} and {later.model} "
+                "(-1 for a dimension that varies; a model with max_batch_size above 0 adds "
+                "the batch dimension itself).",
+                model=model.name,
+                path=model.config_path,
+                line=model.locate(conflict.field),
+                field=conflict.field,
+            )
+
+
+@rule(
+    "TD417",
+    "ensemble-decoupled-mix",
+    "error",
+    "Ensemble step joins tensors from different decoupled models",
+    scope="repository",
+    server_says=("receives inputs originated from different decoupled models",),
+)
+def ensemble_decoupled_mix(repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: tensors that come out of a decoupled step model (`model_transaction_policy
+    { decoupled: true }`) are combined, by a later step or among the ensemble's outputs, only
+    with tensors that come out of the same decoupled step: every tensor carries the last
+    decoupled model on its way from the ensemble's inputs, and what one step reads (or the
+    ensemble returns) must carry the same one.
+
+    Why it matters: a decoupled model sends any number of responses per request, so its
+    outputs cannot be paired with other tensors; the server refuses the ensemble ("receives
+    inputs originated from different decoupled models").
+
+    Example: a step reads `TOKENS` from a decoupled `generate` step and `PROMPT` from the
+    ensemble's inputs → pass `PROMPT` through `generate` as one of its outputs, and read it
+    from there.
+
+    Fix: route every tensor that a step reads (and every ensemble output) through the same
+    decoupled model, or make the step model that joins them part of that model.
+    """
+    for model in ensembles(repository):
+        flow = _decoupled_flow(model, repository)
+        if flow is None:
+            continue
+        joined = flow.first_mix()
+        if joined is not None:
+            text = (
+                f"in ensemble {model.effective.name}, step of model '{joined.model}' receives "
+                "inputs originated from different decoupled models"
+            )
+            what = f"'{joined.name}' is computed" if joined.name else "the outputs are computed"
+            yield Hit(
+                message=f"{what} from tensors that come out of different decoupled models "
+                f"(decoupled steps: {', '.join(flow.decoupled_models)})",
+                triton_message=text,
+                fix="Pass the other tensors through the decoupled model too, so that "
+                "everything one step reads comes out of the same decoupled model.",
+                model=model.name,
+                path=model.config_path,
+                line=model.locate("ensemble_scheduling"),
+            )
+
+
+@dataclass
+class _Tensor:
+    """Core's TensorNode as the decoupled walk sees it: the model that declared it first (the
+    server's words name it), the tensors it is computed from and those computed from it."""
+
+    #: "" for the ensemble's outputs taken together (core's sink node).
+    name: str
+    model: str
+    before: list[int] = default(default_factory=list)
+    after: list[int] = default(default_factory=list)
+    #: The step that writes it, if any.
+    step: int | None = None
+
+
+@dataclass
+class _DecoupledFlow:
+    tensors: list[_Tensor]
+    inputs: list[int]
+    #: Per step: whether its model is decoupled.
+    decoupled: list[bool]
+    decoupled_models: list[str]
+
+    def first_mix(self) -> _Tensor | None:
+        """Core's walk from the ensemble inputs: each tensor takes the label of what it is
+        computed from, or a new one out of a decoupled step (one per step); the first tensor
+        computed from tensors of different labels names the model in the refusal."""
+        label: dict[int, int] = dict.fromkeys(self.inputs, 0)
+        step_label: dict[int, int] = {}
+        count = 0
+        queue = deque(self.inputs)
+        while queue:
+            for index in self.tensors[queue.popleft()].after:
+                tensor = self.tensors[index]
+                if index in label or any(b not in label for b in tensor.before):
+                    continue
+                if len({label[b] for b in tensor.before}) > 1:
+                    return tensor
+                inherited = label[tensor.before[0]]
+                if tensor.step is None:  # the ensemble's outputs, together
+                    label[index] = inherited
+                    queue.append(index)
+                    continue
+                if tensor.step not in step_label:
+                    if self.decoupled[tensor.step]:
+                        count += 1
+                    step_label[tensor.step] = count if self.decoupled[tensor.step] else inherited
+                label[index] = step_label[tensor.step]
+                queue.append(index)
+        return None
+
+
+def _decoupled_flow(model: ModelView, repository: RepositoryView) -> _DecoupledFlow | None:
+    """The ensemble's tensors linked as core links them, or None when no step model is
+    decoupled, or one is absent or unreadable (the server refuses for that first). A nested
+    ensemble counts as not decoupled: a step missed as decoupled can hide a refusal, never
+    invent one."""
+    ensemble = model.effective
+    steps = list(ensemble.ensemble_scheduling.step)
+    decoupled: list[bool] = []
+    for step in steps:
+        target = repository.by_name.get(step.model_name)
+        if target is None or target.state == "broken" or target.dir.unreadable:
+            return None
+        config = target.effective
+        # An ensemble's own flag is what the server computes, not what its config says.
+        decoupled.append(not is_ensemble(config) and config.model_transaction_policy.decoupled)
+    if not any(decoupled):
+        return None
+    ids: dict[str, int] = {}
+    tensors: list[_Tensor] = []
+
+    def tensor_id(name: str, declared_by: str) -> int:
+        if name not in ids:
+            ids[name] = len(tensors)
+            tensors.append(_Tensor(name, declared_by))
+        return ids[name]
+
+    inputs = [tensor_id(t.name, ensemble.name) for t in ensemble.input]
+    outputs = [tensor_id(t.name, ensemble.name) for t in ensemble.output]
+    sink = len(tensors)
+    tensors.append(_Tensor("", ensemble.name, before=outputs))
+    for index in outputs:
+        tensors[index].after.append(sink)
+    for index, step in enumerate(steps):
+        read = [tensor_id(t, step.model_name) for t in step.input_map.values()]
+        for name in step.output_map.values():
+            written = tensors[tensor_id(name, step.model_name)]
+            if written.step is not None:
+                return None  # written twice: the server refuses before (TD401)
+            written.step = index
+            written.before += read
+            for source in read:
+                tensors[source].after.append(ids[name])
+    names = sorted({s.model_name for s, d in zip(steps, decoupled, strict=True) if d})
+    return _DecoupledFlow(tensors, inputs, decoupled, names)
