@@ -128,8 +128,9 @@ def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Itera
             message=f"{found.path} was built for compute capability {plan.compute_capability}"
             + (f" ({plan.multiprocessor_count} SMs)" if plan.multiprocessor_count else "")
             + f"; the target GPU is {target}",
-            triton_message="unable to create TensorRT engine: The engine plan file is generated "
-            f"on an incompatible device, expecting compute {target} got compute "
+            # TensorRT's line in the server log; the load error ends with its last error line.
+            triton_message="The engine plan file is generated on an incompatible device, "
+            f"expecting compute {target} got compute "
             f"{plan.compute_capability}, please rebuild.",
             fix=f"Build the plan on a {target} GPU, or add cc_model_filenames {{ key: "
             f'"{target}" value: "<plan built for it>" }}.',
