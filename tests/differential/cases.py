@@ -1521,3 +1521,197 @@ EFFECTIVE_CONFIG_CASES: list[Case] = [
 ]
 """Good models whose configuration as served (``GET /v2/models/<m>/config``, CPU only) is
 compared with ``triton-doctor config MODEL_DIR --gpus 0``."""
+
+
+# --- Ensemble tensors across steps (TD415-TD417): core's ValidateEnsembleConfig, at load time,
+# in the load answer ---
+
+
+def from_fixture_repository(rule_id: str, model: str, what: str, expect: str) -> Case:
+    """Model ``model`` of fixtures/rules/<rule_id>/fail/ with the other models there (an
+    ensemble's steps), each renamed ``<rule_id>_<directory>``, the steps' model_name with it."""
+    source = FIXTURES / rule_id / "fail"
+    names = {d.name: f"{rule_id.lower()}_{d.name}" for d in sorted(source.iterdir()) if d.is_dir()}
+    files: dict[str, str] = {}
+    for old, new in names.items():
+        for path in sorted((source / old).rglob("*")):
+            if path.is_file():
+                text = path.read_text(encoding="utf-8")
+                if path.name == "config.pbtxt":
+                    for before, after in names.items():
+                        text = re.sub(f'^name: "{before}"$', f'name: "{after}"', text,
+                                      flags=re.MULTILINE)
+                        text = text.replace(f'model_name: "{before}"', f'model_name: "{after}"')
+                files[f"{new}/{path.relative_to(source / old).as_posix()}"] = text
+    name = names[model]
+    others = tuple(sorted(set(names.values()) - {name}))
+    return Case(name, files, what, expect, extra_models=others)
+
+
+def one_tensor_step(
+    name: str, dims: str, *, max_batch_size: str = "8", extra: str = ""
+) -> dict[str, str]:
+    """A Python model like good_plain whose INPUT0 and OUTPUT0 have ``dims``."""
+    tensor = f"data_type: TYPE_FP32 dims: {dims}"
+    text = config(
+        name,
+        max_batch_size=max_batch_size,
+        inputs=io("input", f'name: "INPUT0" {tensor}'),
+        outputs=io("output", f'name: "OUTPUT0" {tensor}'),
+        extra=extra,
+    )
+    return python_model(name, text)
+
+
+def ensemble_tensors_case(
+    name: str, what: str, expect: str, steps: tuple[str, str],
+    *edits: tuple[str, str], models: Mapping[str, str] | None = None,
+) -> Case:
+    """An ensemble IN → ``steps[0]`` → MID → ``steps[1]`` → OUT (``ensemble_config``) with
+    ``edits`` applied (each old text must be there), plus the step models' ``models`` files."""
+    text = ensemble_config(name, *steps)
+    for old, new in edits:
+        assert old in text, f"{name}: {old!r} not in the ensemble's config"
+        text = text.replace(old, new, 1)
+    files = {f"{name}/config.pbtxt": text, f"{name}/1/": "", **(models or {})}
+    extra = tuple(sorted({path.split("/")[0] for path in models or {}}))
+    return Case(name, files, what, expect, extra_models=extra)
+
+
+ENSEMBLE_IN = 'name: "IN" data_type: TYPE_FP32 dims: [ 4 ] }'
+ENSEMBLE_OUT = 'name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] }'
+UNBATCHED = ("max_batch_size: 8", "max_batch_size: 0")
+DECOUPLED = "model_transaction_policy { decoupled: true }"
+
+ENSEMBLE_TENSORS_REFUSED: list[Case] = [
+    ensemble_tensors_case(
+        "ensemble_shape_mid",
+        "good_plain writes MID as [4]; the next step reads INPUT0 as [7, 1]",
+        "in ensemble ensemble_shape_mid, ensemble tensor MID: inconsistent shape: [-1,4] is "
+        "inferred from model good_plain while [-1,7,1] is inferred from model "
+        "ensemble_shape_mid_step",
+        ("good_plain", "ensemble_shape_mid_step"),
+        (ENSEMBLE_OUT, 'name: "OUT" data_type: TYPE_FP32 dims: [ 7, 1 ] }'),
+        models=one_tensor_step("ensemble_shape_mid_step", "[ 7, 1 ]"),
+    ),
+    ensemble_tensors_case(
+        "ensemble_shape_output",
+        "the ensemble output OUT is [5]; the step writes [4] (outputs are compared first)",
+        "in ensemble ensemble_shape_output, ensemble tensor OUT: inconsistent shape: [-1,5] is "
+        "inferred from model ensemble_shape_output while [-1,4] is inferred from model good_plain",
+        ("good_plain", "good_plain"),
+        (ENSEMBLE_OUT, 'name: "OUT" data_type: TYPE_FP32 dims: [ 5 ] }'),
+    ),
+    ensemble_tensors_case(
+        "ensemble_shape_reshape",
+        "the ensemble input IN is [4] reshaped to [2, 2]: the reshape is what the steps see",
+        "in ensemble ensemble_shape_reshape, ensemble tensor IN: inconsistent shape: [-1,2,2] "
+        "is inferred from model ensemble_shape_reshape while [-1,4] is inferred from model "
+        "good_plain",
+        ("good_plain", "good_plain"),
+        (ENSEMBLE_IN, 'name: "IN" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 2, 2 ] } }'),
+    ),
+    ensemble_tensors_case(
+        "ensemble_shape_unbatched",
+        "a non-batching ensemble's IN is [5]; the batching step's INPUT0 is [-1, 4]",
+        "in ensemble ensemble_shape_unbatched, ensemble tensor IN: inconsistent shape: [5] is "
+        "inferred from model ensemble_shape_unbatched while [-1,4] is inferred from model "
+        "good_plain",
+        ("good_plain", "good_plain"),
+        UNBATCHED,
+        (ENSEMBLE_IN, 'name: "IN" data_type: TYPE_FP32 dims: [ 5 ] }'),
+    ),
+    ensemble_tensors_case(
+        "ensemble_shape_auto",
+        "the step's auto_complete_config declares INPUT0 as [7]; the ensemble feeds [4]",
+        "in ensemble ensemble_shape_auto, ensemble tensor IN: inconsistent shape: [-1,4] is "
+        "inferred from model ensemble_shape_auto while [-1,7] is inferred from model "
+        "ensemble_shape_auto_step",
+        ("ensemble_shape_auto_step", "good_plain"),
+        models=auto_complete_model(
+            "ensemble_shape_auto_step",
+            FILL_IO.replace("[4]", "[7]"),
+            config("ensemble_shape_auto_step", **NO_IO),
+        ),
+    ),
+    ensemble_tensors_case(
+        "ensemble_dtype_output",
+        "the ensemble output OUT is TYPE_INT32 and [9]; the step writes TYPE_FP32 [4]: the data "
+        "type is checked first, and against the ensemble's declaration",
+        "in ensemble ensemble_dtype_output, ensemble tensor OUT: inconsistent data type: "
+        "TYPE_INT32 is inferred from model ensemble_dtype_output while TYPE_FP32 is inferred "
+        "from model good_plain",
+        ("good_plain", "good_plain"),
+        (ENSEMBLE_OUT, 'name: "OUT" data_type: TYPE_INT32 dims: [ 9 ] }'),
+    ),
+    ensemble_tensors_case(
+        "ensemble_versions_missing",
+        "two steps pin versions 3 and 2 of good_plain, which has only 1/: the highest is named",
+        "ensemble 'ensemble_versions_missing' depends on 'good_plain' whose required version 3 "
+        "is not loaded.",
+        ("good_plain", "good_plain"),
+        ("model_version: -1", "model_version: 3"),
+        ("model_version: -1", "model_version: 2"),
+    ),
+    from_fixture_repository(
+        "TD417",
+        "llm",
+        "a step reads the decoupled step's TOKENS and the ensemble input PROMPT",
+        "in ensemble td417_llm, step of model 'td417_llm' receives inputs originated from "
+        "different decoupled models",
+    ),
+    ensemble_tensors_case(
+        "ensemble_decoupled_outputs",
+        "one ensemble output comes out of a decoupled step, the other from IN through "
+        "good_plain",
+        "in ensemble ensemble_decoupled_outputs, step of model 'ensemble_decoupled_outputs' "
+        "receives inputs originated from different decoupled models",
+        ("ensemble_decoupled_outputs_step", "good_plain"),
+        ('output [ { name: "OUT"', 'output [ { name: "MID" data_type: TYPE_FP32 dims: [ 4 ] }, '
+         '{ name: "OUT"'),
+        ('input_map { key: "INPUT0" value: "MID" }', 'input_map { key: "INPUT0" value: "IN" }'),
+        models=one_tensor_step("ensemble_decoupled_outputs_step", "[ 4 ]", extra=DECOUPLED),
+    ),
+]
+
+ENSEMBLE_TENSORS_GOOD: list[Case] = [
+    ensemble_tensors_case(
+        "good_ensemble_unbatched_steps",
+        "", "",
+        ("good_ensemble_unbatched_steps_step", "good_ensemble_unbatched_steps_step"),
+        models=one_tensor_step(
+            "good_ensemble_unbatched_steps_step", "[ 8, 4 ]", max_batch_size="0"
+        ),
+    ),
+    ensemble_tensors_case(
+        "good_ensemble_unbatched",
+        "", "",
+        ("good_plain", "good_plain"),
+        UNBATCHED,
+        (ENSEMBLE_IN, 'name: "IN" data_type: TYPE_FP32 dims: [ 3, 4 ] }'),
+        (ENSEMBLE_OUT, 'name: "OUT" data_type: TYPE_FP32 dims: [ -1, 4 ] }'),
+    ),
+    ensemble_tensors_case(
+        "good_ensemble_reshape",
+        "", "",
+        ("good_ensemble_reshape_step", "good_ensemble_reshape_step"),
+        (ENSEMBLE_IN, 'name: "IN" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 2, 2 ] } }'),
+        (ENSEMBLE_OUT, 'name: "OUT" data_type: TYPE_FP32 dims: [ 2, 2 ] }'),
+        models=one_tensor_step("good_ensemble_reshape_step", "[ 2, 2 ]"),
+    ),
+    ensemble_tensors_case(
+        "good_ensemble_wildcard",
+        "", "",
+        ("good_plain", "good_plain"),
+        (ENSEMBLE_IN, 'name: "IN" data_type: TYPE_FP32 dims: [ -1 ] }'),
+    ),
+    ensemble_tensors_case(
+        "good_ensemble_decoupled",
+        "", "",
+        ("good_ensemble_decoupled_step", "good_plain"),
+        models=one_tensor_step("good_ensemble_decoupled_step", "[ 4 ]", extra=DECOUPLED),
+    ),
+]
+"""Loaded READY: a batching ensemble over non-batching steps of [8, 4] and a non-batching one
+of [3, 4] over batching steps of [4] (shapes also match with the batch dimension in front, -1
+matching 8 or 3), a reshaped input, a -1 dimension, a chain through a decoupled step."""
