@@ -40,6 +40,10 @@ def _owners(fragment: str) -> set[str]:
          "incompatible device, expecting compute 8.9 got compute 8.0, please rebuild.", "TD502"),
         ("Invalid argument: in ensemble e, ensemble tensor IN: inconsistent data type: "
          "TYPE_FP32 is inferred from model e while TYPE_INT32 is inferred from model s", "TD415"),
+        ("Invalid argument: in ensemble e, ensemble tensor MID: inconsistent shape: [-1,4] is "
+         "inferred from model a while [-1,7,1] is inferred from model b", "TD416"),
+        ("Invalid argument: in ensemble e, step of model 'e' receives inputs originated from "
+         "different decoupled models", "TD417"),
         ("Internal: failed to read text proto from /models/m/config.pbtxt", None),
         # Words the server says for several causes (a config, a label file, a warmup file)
         # do not hide the shorter words of one cause.
