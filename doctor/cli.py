@@ -12,6 +12,7 @@ from triton_doctor.flag_types import count, seconds
 from triton_doctor.invocation import Invocation
 from triton_doctor.printable import printable
 from triton_doctor.triton import model_config, profiles
+from triton_doctor.triton.normalize import MAX_GPUS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "[tool.triton-doctor], at or above the repository)",
     )
     _add_target_options(check)
+    _add_gpus_option(check)
     _add_live_options(check, required=False)
     check.add_argument(
         "--snapshot", metavar="FILE", help="judge the Evidence saved by `triton-doctor snapshot`"
@@ -107,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where the s key writes snapshots (default: here)")
     watch.add_argument("--config", metavar="FILE", help="settings file, as for check")
     _add_target_options(watch)
+    _add_gpus_option(watch)
     # What the server does on its own: it says whether it auto-completes and which configs.
     watch.set_defaults(disable_auto_complete_config=None, model_config_name=None)
 
@@ -121,8 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_live_options(snapshot, required=True)
     # No flags for the target: the one saved with the Evidence comes from the settings file
     # found from the repository, or the server; `check --snapshot --triton-version` overrides it.
-    snapshot.set_defaults(triton_version=None, gpu=None, disable_auto_complete_config=False,
-                          model_config_name=None, snapshot=None, config=None)
+    snapshot.set_defaults(triton_version=None, gpu=None, gpus=None,
+                          disable_auto_complete_config=False, model_config_name=None,
+                          snapshot=None, config=None)
 
     config = subcommands.add_parser(
         "config",
@@ -133,9 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("model_dir", help="path to one model directory of a repository")
     config.add_argument(
-        "--gpus", type=count(0, 1024), default=1, metavar="N",
-        help="GPUs on the serving machine, for instance groups, 0 to 1024 (default 1; 0 for "
-        "CPU-only)",
+        "--gpus", type=count(0, MAX_GPUS), default=1, metavar="N",
+        help=f"how many GPUs the serving machine has, for instance groups, 0 to {MAX_GPUS} "
+        "(default 1; 0 for CPU-only)",
     )
     config.add_argument(
         "--disable-auto-complete-config", action="store_true",
@@ -159,7 +163,18 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--gpu", metavar="GPU",
-        help="the GPU served on, for TensorRT plans: sm_89, 8.9 or a name such as L4",
+        help="the GPU model served on, for TensorRT plans: sm_89, 8.9 or a name such as L4 "
+        "(how many: --gpus)",
+    )
+
+
+def _add_gpus_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gpus", type=count(0, MAX_GPUS), metavar="N",
+        help=f"how many GPUs the server can use, 0 to {MAX_GPUS} (0: a CPU-only server), to "
+        "judge instance groups (KIND_GPU, gpus: [ ... ]) as that machine would; default: "
+        "what NVML counts when the server runs here, else unknown and not judged. Not --gpu, "
+        "which names the GPU model for TensorRT plans",
     )
 
 

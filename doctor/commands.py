@@ -88,9 +88,9 @@ def check(invocation: Invocation) -> int:
     return code
 
 
-def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str]:
+def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int]:
     """What was judged, for the JSON report."""
-    target = {}
+    target: dict[str, str | int] = {}
     if invocation.settings_source:
         target["settings"] = invocation.settings_source
     if evidence.repository is not None:
@@ -99,6 +99,8 @@ def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str]:
         target["server"] = evidence.server.url
     if invocation.sources.snapshot:
         target["snapshot"] = invocation.sources.snapshot
+    if evidence.options.gpus is not None:
+        target["gpus"] = evidence.options.gpus
     return target
 
 
@@ -152,7 +154,7 @@ def config(invocation: Invocation) -> int:
     refusals = [finding.triton_message or finding.message
                 for finding in invocation.judge(evidence).findings
                 if finding.model == name and finding.severity >= Severity.ERROR]
-    sys.stdout.write(effective_config_text(evidence, name, invocation.target.gpus))
+    sys.stdout.write(effective_config_text(evidence, name))
     for refusal in refusals:
         say(f"the server would refuse this model: {refusal}")
     return EXIT_FINDINGS if refusals else EXIT_OK

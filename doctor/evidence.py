@@ -254,6 +254,9 @@ class CheckOptions:
     triton_version: str = ""
     #: Compute capability of the target GPU ("8.0"); "" when not given.
     gpu_compute_capability: str = ""
+    #: GPUs the target server can use (``--gpus``, 0: CPU-only), for its instance groups;
+    #: None when unknown, and then no rule claims what that machine refuses.
+    gpus: int | None = None
     #: Backends installed in the target image beyond the release's own (settings).
     extra_backends: list[str] = field(default_factory=list)
     #: Live-rule thresholds that differ from the defaults (settings ``[thresholds]``).

@@ -15,7 +15,7 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,6 +26,7 @@ from triton_doctor.findings import Severity
 from triton_doctor.registry import Rule
 from triton_doctor.settings import ModelWaiver, Settings, SettingsError, load_settings
 from triton_doctor.triton import profiles
+from triton_doctor.triton.normalize import MAX_GPUS
 
 T = TypeVar("T")
 
@@ -62,8 +63,8 @@ class Target:
     disable_auto_complete_config: bool = False
     extra_backends: tuple[str, ...] = ()
     thresholds: dict[str, float] = field(default_factory=dict)
-    #: ``config``: GPUs on the serving machine, for instance groups.
-    gpus: int = 1
+    #: GPUs the serving machine gives the server (0: CPU-only), for its instance groups.
+    gpus: int | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,7 @@ class Invocation:
             gpu_compute_capability=_first(target.gpu_compute_capability,
                                           _revealed_gpu(evidence),
                                           earlier.gpu_compute_capability),
+            gpus=_first_count(target.gpus, _revealed_gpus(evidence), earlier.gpus),
             extra_backends=list(target.extra_backends),
             thresholds=dict(target.thresholds),
         )
@@ -135,6 +137,7 @@ class Invocation:
             triton_version=_first(target.triton_version, saved.triton_version),
             gpu_compute_capability=_first(target.gpu_compute_capability,
                                           saved.gpu_compute_capability),
+            gpus=_first_count(target.gpus, saved.gpus),
             extra_backends=list(target.extra_backends) or saved.extra_backends,
             thresholds=dict(target.thresholds) or saved.thresholds,
         )
@@ -144,6 +147,9 @@ class Invocation:
             raise UsageError(f"{self.sources.snapshot}: the snapshot's "
                              f"evidence.options.triton_version: {error}; or judge it with "
                              "--triton-version RELEASE") from None
+        if options.gpus is not None and not 0 <= options.gpus <= MAX_GPUS:
+            raise UsageError(f"{self.sources.snapshot}: the snapshot's evidence.options.gpus is "
+                             f"{options.gpus}, not 0 to {MAX_GPUS}; or judge it with --gpus N")
         return options
 
     def judge(self, evidence: Evidence) -> Result:
@@ -190,7 +196,7 @@ def _config(args: argparse.Namespace) -> Invocation:
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
         raise UsageError(f"{model_dir}: not a model directory")
-    target = replace(_target(args, Settings()), gpus=args.gpus)
+    target = _target(args, Settings())
     sources = Sources(repository=str(model_dir.absolute().parent),
                       model_dir=model_dir.absolute().name)
     return Invocation("config", sources, target, rules=tuple(all_rules()))
@@ -220,6 +226,7 @@ def _target(args: argparse.Namespace, settings: Settings) -> Target:
                                           or settings.disable_auto_complete_config),
         extra_backends=tuple(settings.backends),
         thresholds=dict(settings.thresholds),
+        gpus=settings.gpus if args.gpus is None else args.gpus,
     )
 
 
@@ -265,6 +272,11 @@ def _first(*values: str | None) -> str:
     return next((value for value in values if value is not None), "")
 
 
+def _first_count(*values: int | None) -> int | None:
+    """The first count that was given; None when none was."""
+    return next((value for value in values if value is not None), None)
+
+
 def _revealed_release(evidence: Evidence) -> str | None:
     """The release the server names; None without a server, or for a release newer than the
     table (judged against the newest known)."""
@@ -281,3 +293,12 @@ def _revealed_gpu(evidence: Evidence) -> str | None:
     if evidence.gpu is None or not evidence.gpu.devices:
         return None
     return evidence.gpu.devices[0].compute_capability
+
+
+def _revealed_gpus(evidence: Evidence) -> int | None:
+    """How many GPUs NVML lists, where they are the server's: NVML answered (no NVML here is
+    not no GPU there) and the server runs on this machine (its host part was read, or its
+    container found; a remote server's GPUs are not this machine's). None otherwise."""
+    if evidence.gpu is None or (evidence.host is None and evidence.container is None):
+        return None
+    return len(evidence.gpu.devices)

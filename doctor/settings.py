@@ -8,6 +8,7 @@ Command-line flags win over the file. Example::
     disable-auto-complete-config = true
     triton-version = "24.08"     # the release the repository is deployed with
     gpu = "L4"                   # the GPU it runs on (a name, sm_89 or 8.9)
+    gpus = 0                     # how many GPUs the server can use (0: a CPU-only server)
     backends = ["mybackend"]     # backends installed in the image beyond the release's own
 
     [[waive]]
@@ -47,7 +48,7 @@ MAX_SETTINGS_BYTES = 1024 * 1024
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml")
 KEYS = {
     "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
-    "triton-version", "gpu", "backends", "thresholds",
+    "triton-version", "gpu", "gpus", "backends", "thresholds",
 }
 
 
@@ -78,6 +79,7 @@ class Settings:
     model_config_name: str | None = None
     triton_version: str | None = None
     gpu: str | None = None
+    gpus: int | None = None
     backends: list[str] = field(default_factory=list)
     #: Live-rule thresholds by name (defaults in triton_doctor.triton.server_model.THRESHOLDS).
     thresholds: dict[str, float] = field(default_factory=dict)
@@ -171,6 +173,7 @@ def _parse(data: dict[str, Any], source: str) -> Settings:
         model_config_name=_config_name(data, source),
         triton_version=_optional_string(data, "triton-version", source),
         gpu=_optional_string(data, "gpu", source),
+        gpus=_gpus(data, source),
         backends=_strings(data, "backends", source),
         thresholds=_thresholds(data, source),
         waivers=_waivers(data, source),
@@ -254,6 +257,17 @@ def _config_name(data: dict[str, Any], where: str) -> str | None:
         raise SettingsError(f"{where}: model-config-name must be a bare name (the NAME of "
                             f"configs/NAME.pbtxt), not {name!r}")
     return name
+
+
+def _gpus(data: dict[str, Any], where: str) -> int | None:
+    from triton_doctor.triton.normalize import MAX_GPUS
+
+    value = data.get("gpus")
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                              or not 0 <= value <= MAX_GPUS):
+        raise SettingsError(f"{where}: gpus must be a whole number, 0 to {MAX_GPUS} (0: a "
+                            f"CPU-only server), not {value!r}")
+    return value
 
 
 def _thresholds(data: dict[str, Any], where: str) -> dict[str, float]:

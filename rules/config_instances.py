@@ -23,19 +23,30 @@ def groups(config: Any) -> Iterator[tuple[int, str, Any]]:
         yield index, group.name or f"{config.name}_{index}", group
 
 
+def judged_groups(model: ModelView) -> Iterator[tuple[int, str, Any, str]]:
+    """(index, name, group, kind as written) of the groups the server validates: resolved for
+    the target machine where its GPU count is known (KIND_AUTO decided), else as written."""
+    written = model.effective
+    config = model.on_target if model.on_target is not None else written
+    for index, name, group in groups(config):
+        source = written.instance_group[index] if index < len(written.instance_group) else group
+        yield index, name, group, enum_name(source, "kind", source.kind)
+
+
 @rule("TD231", "instance-group-gpus", "error", "Instance group GPUs do not fit its kind",
-      server_says=("but specifies one or more GPUs", "invalid or unsupported gpu id",
-                   "no GPUs are available"))
+      server_says=("but specifies one or more GPUs", "invalid or unsupported gpu id"))
 def instance_group_gpus(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: `gpus` only on KIND_GPU groups (or kind-less groups that become
-    KIND_GPU on a GPU machine), and GPU ids that can exist: not negative, and below
-    16 (the most GPUs any single machine exposes).
+    What it checks: `gpus` only on groups that run on GPUs, and GPU ids the machine has.
+    A group without a kind (KIND_AUTO) runs on GPUs only when the machine has every GPU it
+    lists; otherwise the server makes it KIND_CPU, which takes no `gpus`. With the machine
+    named (`--gpus N`, the settings file, or NVML on the server's machine) ids run 0..N-1;
+    without, only ids no machine has (negative, or 16 and above) are judged.
 
     Why it matters: KIND_CPU or KIND_MODEL with `gpus` is refused at load; an id the server
     does not see is refused with "invalid or unsupported gpu id". GPU ids are renumbered by
     CUDA_VISIBLE_DEVICES and `docker --gpus`, so `gpus: [ 3 ]` fails in a container given
-    one GPU.
+    one GPU, and `gpus: [ 0 ]` fails on a CPU-only server.
 
     Example: `{ kind: KIND_CPU gpus: [ 0 ] }` → `{ kind: KIND_CPU }`; `gpus: [ -1 ]` →
     `gpus: [ 0 ]`.
@@ -43,36 +54,100 @@ def instance_group_gpus(model: ModelView, repository: RepositoryView) -> Iterato
     Fix: remove `gpus` from CPU/model groups; list ids as the container sees them (0..N-1).
     """
     config = model.effective
-    for index, name, group in groups(config):
+    gpus = model.options.gpus
+    for index, name, group, written in judged_groups(model):
         kind = enum_name(group, "kind", group.kind)
         where = f"instance_group[{index}].gpus"
         if not group.gpus:
             continue
+        if kind == "KIND_AUTO":  # only on an unknown machine
+            if all(_may_exist(gpu) for gpu in group.gpus):
+                continue  # KIND_GPU where the machine has those GPUs, KIND_CPU elsewhere
+            kind = "KIND_CPU"
         if kind in ("KIND_CPU", "KIND_MODEL"):
             yield Hit(
-                message=f"instance group {name} is {kind} but lists gpus {list(group.gpus)}",
+                message=_kind_message(name, kind, written, list(group.gpus), gpus),
                 triton_message=f"instance group {name} of model {config.name} has kind {kind} "
                 "but specifies one or more GPUs",
-                fix="Remove gpus, or use kind: KIND_GPU.",
+                fix="Remove gpus, or use kind: KIND_GPU."
+                if written != "KIND_AUTO"
+                else "List only GPUs the machine has, or use kind: KIND_GPU.",
                 field=where,
             )
             continue
-        for gpu in group.gpus:
-            if gpu < 0 or gpu >= MAX_GPUS_PER_NODE:
-                yield Hit(
-                    message=f"instance group {name} names GPU {gpu}, which no machine has"
-                    + (
-                        " (ids start at 0)"
-                        if gpu < 0
-                        else f" (ids run 0..N-1; no machine exposes {MAX_GPUS_PER_NODE} or more)"
-                    ),
-                    triton_message=f"instance group {name} of model {config.name} specifies "
-                    f"invalid or unsupported gpu id {gpu}. GPUs with at least the minimum "
-                    f"required CUDA compute compatibility of {MIN_COMPUTE_CAPABILITY} are:",
-                    fix="List GPU ids as the server's container sees them, 0..N-1.",
-                    field=where,
-                    evidence={"gpu_id": gpu},
-                )
+        bad = next((gpu for gpu in group.gpus
+                    if not (gpu in range(gpus) if gpus is not None else _may_exist(gpu))), None)
+        if bad is not None:
+            yield Hit(
+                message=f"instance group {name} names GPU {bad}, " + _missing_gpu(bad, gpus),
+                triton_message=f"instance group {name} of model {config.name} specifies "
+                f"invalid or unsupported gpu id {bad}. GPUs with at least the minimum "
+                f"required CUDA compute compatibility of {MIN_COMPUTE_CAPABILITY} are:"
+                + ("" if gpus is None else " " + ", ".join(map(str, range(gpus)))),
+                fix="List GPU ids as the server's container sees them, 0..N-1"
+                + ("" if gpus is None else f" (here {_ids(gpus)})") + ".",
+                field=where,
+                evidence={"gpu_id": bad},
+            )
+
+
+def _may_exist(gpu: int) -> bool:
+    """Whether some machine has GPU id ``gpu``."""
+    return 0 <= gpu < MAX_GPUS_PER_NODE
+
+
+def _ids(gpus: int) -> str:
+    """The GPUs a machine with ``gpus`` GPUs has, in words."""
+    return "no GPUs" if gpus == 0 else "GPU 0" if gpus == 1 else f"GPUs 0..{gpus - 1}"
+
+
+def _missing_gpu(gpu: int, gpus: int | None) -> str:
+    if gpus is not None:
+        return f"which the target machine does not have (it has {_ids(gpus)})"
+    if gpu < 0:
+        return "which no machine has (ids start at 0)"
+    return f"which no machine has (ids run 0..N-1; no machine exposes {MAX_GPUS_PER_NODE} or more)"
+
+
+def _kind_message(name: str, kind: str, written: str, listed: list[int],
+                  gpus: int | None) -> str:
+    if written == kind:
+        return f"instance group {name} is {kind} but lists gpus {listed}"
+    machine = "no machine has" if gpus is None else f"the target machine has {_ids(gpus)}"
+    return (f"instance group {name} has no kind and lists gpus {listed}; {machine}, so the "
+            f"server makes it {kind}, which takes no gpus")
+
+
+@rule("TD236", "gpu-group-without-gpus", "error", "KIND_GPU instances on a machine without GPUs",
+      server_says=("has kind KIND_GPU but no GPUs are available",
+                   "has kind KIND_GPU but server does not support GPUs"))
+def gpu_group_without_gpus(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: `kind: KIND_GPU` groups on a target machine named as having no GPUs
+    (`--gpus 0`, or `gpus = 0` in the settings file). Silent when the machine is unknown.
+
+    Why it matters: a CPU-only server refuses the model at load. A group without a kind is
+    fine there: the server makes it KIND_CPU.
+
+    Example: `instance_group [ { kind: KIND_GPU } ]` on a CPU-only server →
+    `instance_group [ { kind: KIND_CPU } ]`, or no kind at all.
+
+    Fix: use KIND_CPU (or leave the kind out, so that the server picks GPUs where there are
+    some), or serve the model on a machine with a GPU.
+    """
+    if model.options.gpus != 0:
+        return
+    config = model.effective
+    for index, name, group, _ in judged_groups(model):
+        if enum_name(group, "kind", group.kind) == "KIND_GPU" and not group.gpus:
+            yield Hit(
+                message=f"instance group {name} is KIND_GPU, and the target machine has no GPUs",
+                triton_message=f"instance group {name} of model {config.name} has kind "
+                "KIND_GPU but no GPUs are available",
+                fix="Use kind: KIND_CPU, or leave the kind out to run on GPUs where there are "
+                "some.",
+                field=f"instance_group[{index}].kind",
+            )
 
 
 @rule("TD232", "instance-group-profile", "error", "TensorRT profile set on a non-TensorRT model",
@@ -177,7 +252,9 @@ def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Itera
       server_says=("supports only GPU device",))
 def tensorrt_on_cpu(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: `instance_group { kind: KIND_CPU }` on a TensorRT model.
+    What it checks: `instance_group { kind: KIND_CPU }` on a TensorRT model, and, on a
+    target machine named as having no GPUs (`--gpus 0`), groups without a kind, which the
+    server makes KIND_CPU there.
 
     Why it matters: TensorRT engines run on GPUs only; the backend refuses the model.
 
@@ -188,10 +265,12 @@ def tensorrt_on_cpu(model: ModelView, repository: RepositoryView) -> Iterator[Hi
     config = model.effective
     if config.backend != "tensorrt":
         return
-    for index, name, group in groups(config):
+    for index, name, group, written in judged_groups(model):
         if enum_name(group, "kind", group.kind) == "KIND_CPU":
             yield Hit(
-                message=f"instance group {name} runs the TensorRT engine on KIND_CPU",
+                message=f"instance group {name} runs the TensorRT engine on KIND_CPU"
+                + (" (it has no kind, and the target machine has no GPUs)"
+                   if written != "KIND_CPU" else ""),
                 triton_message=f"unable to load model '{config.name}', TensorRT backend supports "
                 "only GPU device",
                 fix="Use kind: KIND_GPU.",

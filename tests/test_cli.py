@@ -231,3 +231,33 @@ def test_watch_on_a_snapshot_that_is_not_one_is_a_usage_error(tmp_path: Path) ->
     assert proc.returncode == 2
     assert str(saved) in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_gpus_judges_instance_groups_for_that_machine_and_unknown_stays_silent(
+        tmp_path: Path) -> None:
+    write_model(tmp_path, "on_gpu", GOOD_CONFIG + "instance_group [ { kind: KIND_GPU } ]\n")
+    write_model(tmp_path, "gpu_one", GOOD_CONFIG + "instance_group [ { gpus: [ 1 ] } ]\n")
+
+    def errors(*args: str) -> set[tuple[str, str]]:
+        report = check_json(tmp_path, "--select", "TD23", *args)
+        return {(f["rule"], f["model"]) for f in report["findings"] if f["severity"] == "error"}
+
+    assert errors() == set()  # the machine is unknown: nothing is claimed
+    assert errors("--gpus", "0") == {("TD236", "on_gpu"), ("TD231", "gpu_one")}
+    assert errors("--gpus", "1") == {("TD231", "gpu_one")}
+    assert errors("--gpus", "2") == set()
+    assert check_json(tmp_path, "--gpus", "2")["target"]["gpus"] == 2
+    assert "gpus" not in check_json(tmp_path)["target"]
+
+
+@pytest.mark.parametrize("value", ["-1", "1025", "two", "1.5"])
+def test_gpus_is_a_count(value: str) -> None:
+    proc = run_cli("check", "--gpus", value, str(DEMO))
+    assert proc.returncode == 2 and "give a whole number, 0 to 1024" in proc.stderr
+
+
+def test_help_tells_the_gpu_model_from_the_gpu_count() -> None:
+    text = " ".join(run_cli("check", "--help").stdout.split())
+    assert "how many GPUs the server can use" in text
+    assert "Not --gpu, which names the GPU model" in text
+    assert "the GPU model served on" in text and "(how many: --gpus)" in text

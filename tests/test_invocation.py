@@ -9,7 +9,14 @@ import pytest
 from triton_doctor import snapshot
 from triton_doctor.checks.collect import collect
 from triton_doctor.cli import build_parser
-from triton_doctor.evidence import CheckOptions, Evidence, GpuDevice, GpuEvidence, ServerEvidence
+from triton_doctor.evidence import (
+    CheckOptions,
+    Evidence,
+    GpuDevice,
+    GpuEvidence,
+    HostEvidence,
+    ServerEvidence,
+)
 from triton_doctor.findings import Severity
 from triton_doctor.invocation import Invocation, UsageError
 from triton_doctor.settings import SettingsError
@@ -217,3 +224,37 @@ def test_watch_keeps_what_an_earlier_poll_revealed(tmp_path: Path,
         "24.06", "9.0")
     assert (second.options.triton_version, second.options.gpu_compute_capability) == (
         "24.06", "9.0")
+
+
+def test_gpu_count_flag_then_settings_then_local_nvml_then_earlier_poll_then_unknown(
+        tmp_path: Path) -> None:
+    """NVML's count names the server's machine only when the server runs here: a remote
+    server's GPUs are not this machine's, and no NVML here is not no GPU there."""
+    two_here = Evidence(server=LIVE.server, host=HostEvidence(),
+                        gpu=GpuEvidence(devices=[GpuDevice(index=0), GpuDevice(index=1)]))
+    assert _check(tmp_path, "--gpus", "0", settings="gpus = 4\n").options_for(two_here).gpus == 0
+    assert _check(tmp_path, settings="gpus = 4\n").options_for(two_here).gpus == 4
+    bare = _check(tmp_path)
+    assert bare.options_for(two_here, CheckOptions(gpus=8)).gpus == 2
+    assert bare.options_for(LIVE).gpus is None  # NVML here, but the server not known to be
+    no_nvml = Evidence(server=LIVE.server, host=HostEvidence())
+    assert bare.options_for(no_nvml).gpus is None
+    assert bare.options_for(no_nvml, CheckOptions(gpus=8)).gpus == 8
+    assert bare.options_for(Evidence()).gpus is None
+
+
+def test_a_snapshot_keeps_its_gpu_count_unless_a_flag_or_setting_names_another(
+        tmp_path: Path) -> None:
+    saved = CheckOptions(gpus=2)
+    assert _check(tmp_path, target="x.json").options_for_snapshot(saved).gpus == 2
+    assert _check(tmp_path, "--gpus", "0", target="x.json").options_for_snapshot(saved).gpus == 0
+    assert _check(tmp_path, settings="gpus = 1\n",
+                  target="x.json").options_for_snapshot(saved).gpus == 1
+    with pytest.raises(UsageError, match="--gpus N"):
+        _check(tmp_path, target="x.json").options_for_snapshot(CheckOptions(gpus=10**12))
+
+
+def test_config_judges_one_gpu_unless_told(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    config = Invocation.from_args(build_parser().parse_args(["config", str(tmp_path / "m")]))
+    assert config.options_for(Evidence()).gpus == 1

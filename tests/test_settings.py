@@ -67,3 +67,15 @@ def test_explicit_config_flag(tmp_path: Path) -> None:
     other.write_text('select = ["TD224"]\n')
     rules = {f["rule"] for f in check_json(repo, "--config", str(other))["findings"]}
     assert rules == {"TD224"}
+
+
+def test_gpus_names_the_machine_and_must_be_a_count(tmp_path: Path) -> None:
+    repo = _project(tmp_path, "gpus = 0\n")
+    write_model(repo, "on_gpu", GOOD_CONFIG + "instance_group [ { kind: KIND_GPU } ]\n")
+    assert "TD236" in {f["rule"] for f in check_json(repo)["findings"]}
+    assert "TD236" not in {f["rule"] for f in check_json(repo, "--gpus", "1")["findings"]}
+    for text in ("gpus = -1\n", "gpus = \"0\"\n", "gpus = true\n", "gpus = 1.0\n"):
+        repo = _project(tmp_path, text)
+        proc = run_cli("check", str(repo))
+        assert proc.returncode == 2, (text, proc.stdout, proc.stderr)
+        assert "gpus must be a whole number" in proc.stderr

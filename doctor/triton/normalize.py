@@ -170,6 +170,8 @@ def defaults(config: Any) -> None:
                 getattr(config.optimization, pinned).enable = True
 
 
+#: The most GPUs a machine is judged with (``--gpus``): more than any one machine has.
+MAX_GPUS = 1024
 #: Backends whose default instance group is pinned to CPU (their preferred group).
 CPU_ONLY_BACKENDS = frozenset({"openvino"})
 #: Backends whose CPU groups default to two instances (core's SetDefaultInstanceCount).

@@ -126,6 +126,18 @@ class ModelView:
             return self.core
         return completion.config
 
+    @cached_property
+    def on_target(self) -> Any | None:
+        """The effective config with its instance groups as the target machine's server
+        resolves them (KIND_AUTO decided, GPU ids filled in); None when how many GPUs that
+        machine has is unknown."""
+        if self.options.gpus is None:
+            return None
+        config = type(self.effective)()
+        config.CopyFrom(self.effective)
+        normalize.instance_groups(config, self.options.gpus)
+        return config
+
     @property
     def subdirs_complete(self) -> bool:
         """Whether every subdirectory was listed: when the listing stopped at its budget
