@@ -7,12 +7,15 @@ import os
 
 from triton_doctor.checks.autocomplete_calls import follow
 from triton_doctor.checks.formats import LISTED_BUT_MISSING
+from triton_doctor.checks.python_initialize import initialize_reads
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import PythonSource
 from triton_doctor.safe_files import FileTooLarge, read_file
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 MODEL_CLASS = "TritonPythonModel"
+#: Builtins through which a module can bind names without naming them in its code.
+DYNAMIC_NAMES = frozenset({"exec", "eval", "globals", "vars", "setattr", "__import__"})
 
 
 def read_python_source(path: str) -> PythonSource:
@@ -47,8 +50,38 @@ def read_python_source(path: str) -> PythonSource:
                     source.methods.append(item.name)
                 if isinstance(item, ast.FunctionDef) and item.name == "auto_complete_config":
                     source.auto_complete = follow(item)
+                if isinstance(item, ast.FunctionDef) and item.name == "initialize":
+                    source.initialize_reads = initialize_reads(item)
+    source.may_define_model_class = _may_define_model_class(tree)
     _tensor_names(tree, source)
     return source
+
+
+def _may_define_model_class(tree: ast.Module) -> bool:
+    """Whether anything but a plain module-level class statement may bind TritonPythonModel
+    in the module: the stub only asks the imported module for the attribute."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.alias):
+            bound = node.asname or node.name.split(".")[0]
+            if node.name == "*" or bound == MODEL_CLASS:
+                return True
+        elif isinstance(node, ast.Name):
+            if node.id == MODEL_CLASS and not isinstance(node.ctx, ast.Load):
+                return True
+            if node.id in DYNAMIC_NAMES:
+                return True
+        elif isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS:
+            if node not in tree.body:  # inside if/try/with, or a function with `global`
+                return True
+        elif isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+            if node in tree.body:
+                return True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if MODEL_CLASS in node.value:  # setattr(module, "TritonPythonModel", ...)
+                return True
+        elif isinstance(node, ast.Attribute) and node.attr in ("modules", "__dict__"):
+            return True  # sys.modules[__name__] = ..., a module's __dict__ written
+    return False
 
 
 def _tensor_names(tree: ast.Module, source: PythonSource) -> None:

@@ -92,12 +92,29 @@ class AutoCompleteFacts:
 
 
 @dataclass
+class ConfigRead:
+    """A read of the model configuration by a literal name that ``initialize`` certainly
+    runs (a statement at its top level, before any return) and that raises when the
+    configuration lacks the name."""
+
+    #: "input" or "output" (``pb_utils.get_*_config_by_name(model_config, "X")``, whose
+    #: None result is then subscripted), or "parameter" (``model_config["parameters"]["K"]``).
+    kind: str
+    name: str
+    line: int = 0
+
+
+@dataclass
 class PythonSource:
     """What ``ast`` sees in a .py file of a version directory (it is never imported)."""
 
     name: str
     #: Whether a module-level class TritonPythonModel is defined.
     has_model_class: bool = False
+    #: Whether the module may define TritonPythonModel some other way: bound by an import
+    #: or an assignment, a class statement inside a module-level if/try/with, a star import,
+    #: a module ``__getattr__``, or code that writes names dynamically (exec, globals()).
+    may_define_model_class: bool = False
     #: Methods defined in TritonPythonModel.
     methods: list[str] = field(default_factory=list)
     #: Python's own report when the file does not parse ("SyntaxError: expected ':' (model.py,
@@ -110,6 +127,8 @@ class PythonSource:
     #: and ``pb_utils.Tensor("Y", ...)``, with the line of their first use.
     input_names: dict[str, int] = field(default_factory=dict)
     output_names: dict[str, int] = field(default_factory=dict)
+    #: What ``TritonPythonModel.initialize`` certainly reads from its model configuration.
+    initialize_reads: list[ConfigRead] = field(default_factory=list)
 
 
 @dataclass

@@ -267,7 +267,8 @@ def default_model_file(model: ModelView) -> tuple[str, bool] | None:
 def _missing_file_message(model: ModelView, path: str) -> str | None:
     backend = model.effective.backend
     if backend == "python":
-        return f"Python model file not found in '{path}'"
+        # The stub's own words, logged while the load hangs (it never answers).
+        return f"Failed to preinitialize Python stub: Python model file not found in '{path}'"
     if backend == "onnxruntime":
         return f"failed to stat file {path}"
     if backend == "tensorrt" and not model.options.disable_auto_complete_config:

@@ -1,9 +1,11 @@
-"""TD309-TD311: model.py and TorchScript code against the configuration."""
+"""TD309-TD315: model.py and TorchScript code against the configuration."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
+from triton_doctor.evidence import ConfigRead, PythonSource
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
 from triton_doctor.rules._model_io import (
@@ -12,7 +14,7 @@ from triton_doctor.rules._model_io import (
     torch_input_binding,
 )
 from triton_doctor.rules.model_files import model_files
-from triton_doctor.triton.repository_model import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView, version_dir_name
 
 #: What a refusal of the Python backend is about, by the config field it concerns.
 _WHAT = {
@@ -73,9 +75,11 @@ def python_auto_complete_refused(model: ModelView, repository: RepositoryView) -
 def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the names model.py passes as string literals to
-    `pb_utils.get_input_tensor_by_name(request, "...")` are inputs of the configuration, and
-    (in models that make no BLS requests) the names it gives `pb_utils.Tensor("...", ...)`
-    are outputs.
+    `pb_utils.get_input_tensor_by_name(request, "...")` are tensors a request carries to the
+    model: the configuration's inputs, sequence_batching's control inputs (START, READY,
+    END, CORRID, ...) and implicit state inputs, batch_input targets; and (in models that
+    make no BLS requests) the names it gives `pb_utils.Tensor("...", ...)` are outputs or
+    implicit state outputs.
 
     Why it matters: the model loads, then requests go wrong: an unknown input comes back as
     None, so every request fails (`'NoneType' object has no attribute 'as_numpy'`); a tensor
@@ -90,8 +94,7 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
     config = model.effective
     if source is None or model.effective.backend != "python":
         return
-    inputs = {t.name for t in config.input}
-    outputs = {t.name for t in config.output}
+    inputs, outputs = readable_tensors(config)
     path = f"{model.dir.path}/{model.loaded_versions[0]}/{source.name}"
     for kind, used, declared in (("input", source.input_names, inputs),
                                  ("output", source.output_names, outputs)):
@@ -108,6 +111,145 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
                 line=line,
                 version=str(model.loaded_versions[0]),
             )
+
+
+@rule("TD313", "python-model-class-missing", "error", "model.py defines no TritonPythonModel",
+      server_says=("has no attribute 'TritonPythonModel'",))
+def python_model_class_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the Python model file defines a class `TritonPythonModel` at module
+    level. A file that may bind the name another way (an import, an assignment, a class
+    statement inside `if`/`try`, a star import, dynamic code) is given the benefit of the
+    doubt.
+
+    Why it matters: the stub imports the file as module `<version>.<file name>` and asks it
+    for `TritonPythonModel`; an empty file, a typo or a class of another name fails the load
+    ("AttributeError: module '1.model' has no attribute 'TritonPythonModel'").
+
+    Example: `class TritonPythonModel_:` or `class Model:` → `class TritonPythonModel:`.
+
+    Fix: name the model's class `TritonPythonModel`, at the top level of the file.
+    """
+    source = model.python_source()
+    if (source is None or source.syntax_error or source.unreadable or source.has_model_class
+            or source.may_define_model_class or not source.name.endswith(".py")):
+        return
+    number = version_dir_name(model.loaded_versions[0])
+    module = f"{number}.{source.name[:-len('.py')]}"
+    yield Hit(
+        message=f"{number}/{source.name} defines no class TritonPythonModel at module level",
+        triton_message=f"AttributeError: module '{module}' has no attribute "
+        "'TritonPythonModel'",
+        fix="Name the model's class TritonPythonModel, at the top level of the file.",
+        path=f"{model.dir.path}/{number}/{source.name}",
+        version=str(model.loaded_versions[0]),
+    )
+
+
+@rule("TD314", "python-config-lookup-none", "error",
+      "initialize subscripts the lookup of a tensor the config lacks",
+      server_says=("TypeError: 'NoneType' object is not subscriptable",))
+def python_config_lookup_none(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the names `initialize` looks up with
+    `pb_utils.get_input_config_by_name(model_config, "X")` or
+    `get_output_config_by_name(...)` and then subscripts (`cfg["data_type"]`) are inputs and
+    outputs of the configuration. Only statements that certainly run are judged: the top
+    level of `initialize`, before any branch, loop or `try`, with the result unchecked.
+
+    Why it matters: a lookup of a name the configuration lacks returns None, and
+    subscripting it fails the load ("TypeError: 'NoneType' object is not subscriptable").
+
+    Example: config output `OUTPUT0`, initialize reads
+    `get_output_config_by_name(model_config, "OUTPUT")["data_type"]` → look up "OUTPUT0".
+
+    Fix: use the configuration's names (they are case-sensitive), or declare the tensor.
+    """
+    source, read = _first_failing_read(model)
+    if source is None or read is None or read.kind == "parameter":
+        return
+    names = _configured(model)[read.kind]
+    number = version_dir_name(model.loaded_versions[0])
+    yield Hit(
+        message=f"{source.name} line {read.line}: initialize subscripts the {read.kind} "
+        f"config of '{read.name}', which the configuration does not declare "
+        f"({', '.join(sorted(names)) or 'none'}), so the lookup returns None",
+        triton_message="TypeError: 'NoneType' object is not subscriptable",
+        fix=f"Look up one of the configuration's {read.kind}s, or declare '{read.name}'.",
+        path=f"{model.dir.path}/{number}/{source.name}",
+        line=read.line,
+        version=str(model.loaded_versions[0]),
+    )
+
+
+@rule("TD315", "python-parameter-missing", "error",
+      "initialize reads a parameter the config lacks", server_says=("KeyError: '",))
+def python_parameter_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the keys `initialize` reads from the configuration's parameters by
+    literal name (`model_config["parameters"]["KEY"]`, with `model_config` from
+    `json.loads(args["model_config"])`) are parameters of the configuration. Only reads that
+    certainly run are judged (the top level of `initialize`, before any branch, loop or
+    `try`); `.get("KEY")` and guarded reads are left alone.
+
+    Why it matters: the configuration reaches `initialize` as JSON whose `parameters` map
+    holds only the configured keys; a missing one raises and the load fails
+    ("KeyError: 'KEY'").
+
+    Example: `model_config["parameters"]["tokenizer_dir"]["string_value"]` with no such
+    parameter → add `parameters { key: "tokenizer_dir" value { string_value: "..." } }`.
+
+    Fix: add the parameter to config.pbtxt, or read it with `.get()` and a default.
+    """
+    source, read = _first_failing_read(model)
+    if source is None or read is None or read.kind != "parameter":
+        return
+    number = version_dir_name(model.loaded_versions[0])
+    yield Hit(
+        message=f"{source.name} line {read.line}: initialize reads parameter "
+        f"'{read.name}', which the configuration does not set",
+        triton_message=f"KeyError: {read.name!r}",
+        fix=f"Add parameters {{ key: \"{read.name}\" value {{ string_value: \"...\" }} }} "
+        "to config.pbtxt, or read it with .get() and a default.",
+        path=f"{model.dir.path}/{number}/{source.name}",
+        line=read.line,
+        version=str(model.loaded_versions[0]),
+    )
+
+
+def _configured(model: ModelView) -> dict[str, set[str]]:
+    """The names ``initialize`` finds in the configuration it is given, by kind of read."""
+    config = model.effective
+    return {"input": {t.name for t in config.input}, "output": {t.name for t in config.output},
+            "parameter": set(config.parameters)}
+
+
+def _first_failing_read(model: ModelView) -> tuple[PythonSource | None, ConfigRead | None]:
+    """model.py and the first of initialize's certain reads that the configuration fails:
+    the load stops there, so later reads never run. None when the configuration the stub
+    passes is not known exactly (model.py's auto_complete_config not followed)."""
+    source = model.python_source()
+    if source is None or model.auto_complete_exact is False:
+        return None, None
+    configured = _configured(model)
+    failing = (r for r in source.initialize_reads
+               if r.kind in configured and r.name not in configured[r.kind])
+    return source, next(failing, None)
+
+
+def readable_tensors(config: Any) -> tuple[set[str], set[str]]:
+    """The names model.py may read from a request, and return in a response: the declared
+    inputs and outputs plus what the server adds (sequence control inputs, implicit state,
+    batch inputs)."""
+    inputs = {t.name for t in config.input}
+    outputs = {t.name for t in config.output}
+    sequence = config.sequence_batching
+    inputs |= {control.name for control in sequence.control_input}
+    inputs |= {state.input_name for state in sequence.state}
+    outputs |= {state.output_name for state in sequence.state}
+    for batch_input in config.batch_input:
+        inputs |= set(batch_input.target_name)
+    return inputs, outputs
 
 
 @rule("TD311", "torch-input-binding", "warning", "PyTorch inputs bound by config order",

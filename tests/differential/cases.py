@@ -200,14 +200,16 @@ GOOD_CASES: list[Case] = [
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "rules"
 
 
-def from_fixture(rule_id: str, model: str, what: str, expect: str) -> Case:
-    """Model ``model`` of fixtures/rules/<rule_id>/fail/ as a broken case.
+def from_fixture(rule_id: str, model: str, what: str, expect: str, side: str = "fail") -> Case:
+    """Model ``model`` of fixtures/rules/<rule_id>/fail/ as a broken case (or of ``pass/``,
+    with ``side="pass"``, as a good one).
 
     Fixtures reuse model names and the cases share one repository, so the case is named
-    ``<rule_id>_<model>`` (lower case), and its config's ``name`` follows the directory.
+    ``<rule_id>_<model>`` (lower case; ``good_`` before it for ``pass/``), and its config's
+    ``name`` follows the directory.
     """
-    source = FIXTURES / rule_id / "fail" / model
-    name = f"{rule_id.lower()}_{model}"
+    source = FIXTURES / rule_id / side / model
+    name = f"{'good_' if side == 'pass' else ''}{rule_id.lower()}_{model}"
     files: dict[str, str] = {}
     for path in sorted(source.rglob("*")):
         relative = f"{name}/{path.relative_to(source).as_posix()}"
@@ -221,6 +223,17 @@ def from_fixture(rule_id: str, model: str, what: str, expect: str) -> Case:
                          flags=re.MULTILINE)
         files[config_file] = renamed
     return Case(name, files, what, expect)
+
+
+MODEL_PY_GOOD: list[Case] = [
+    from_fixture(rule_id, model, "", "", side="pass")
+    for rule_id, model in (("TD310", "streaming_asr"), ("TD310", "ragged"),
+                           ("TD313", "tokenizer"), ("TD314", "postprocess"),
+                           ("TD315", "detector"))
+]
+"""model.py as the stub runs it, loaded READY (TD310, TD313-TD315): sequence control inputs,
+implicit state and batch_input targets read by name; the model class imported from a sibling
+module; initialize's checked lookups, and parameters read with a default."""
 
 
 def variant(
@@ -719,6 +732,68 @@ BROKEN_CASES: list[Case] = [
         "Failed to get the canonical path for ",
         extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env.tar.gz"),
     ),
+    # model.py as the stub runs it (TD313-TD315): the stub imports the file as module
+    # '<version>.<file name>' and asks it for TritonPythonModel, then runs initialize.
+    from_fixture(
+        "TD313",
+        "tokenizer",
+        "model.py defines TritonPythonModle (a typo), no TritonPythonModel",
+        "AttributeError: module '1.model' has no attribute 'TritonPythonModel'",
+    ),
+    Case(
+        "py_class_missing_empty",
+        {
+            "py_class_missing_empty/config.pbtxt": config("py_class_missing_empty"),
+            "py_class_missing_empty/3/model.py": "",
+        },
+        "version 3's model.py is empty",
+        "AttributeError: module '3.model' has no attribute 'TritonPythonModel'",
+    ),
+    Case(
+        "py_class_missing_named",
+        {
+            "py_class_missing_named/config.pbtxt": config(
+                "py_class_missing_named", extra='default_model_filename: "my_impl.py"'
+            ),
+            "py_class_missing_named/1/my_impl.py": MODEL_PY.replace(
+                "class TritonPythonModel:", "class Model:"
+            ),
+        },
+        "default_model_filename my_impl.py, whose class is named Model",
+        "AttributeError: module '1.my_impl' has no attribute 'TritonPythonModel'",
+    ),
+    from_fixture(
+        "TD314",
+        "postprocess",
+        "initialize subscripts get_output_config_by_name(model_config, 'OUTPUT'); the config's "
+        "output is OUTPUT0",
+        "TypeError: 'NoneType' object is not subscriptable",
+    ),
+    from_fixture(
+        "TD315",
+        "detector",
+        "initialize reads parameter score_threshold, which config.pbtxt does not set",
+        "KeyError: 'score_threshold'",
+    ),
+    Case(
+        "py_parameter_inline",
+        {
+            "py_parameter_inline/config.pbtxt": config(
+                "py_parameter_inline", extra=parameter("OTHER", "x")
+            ),
+            "py_parameter_inline/1/model.py": MODEL_PY.replace(
+                "    def execute(",
+                "    def initialize(self, args):\n"
+                "        import json\n\n"
+                '        self.key = json.loads(args["model_config"])["parameters"]["KEY"]'
+                '["string_value"]\n\n'
+                "    def execute(",
+            ),
+        },
+        "initialize reads json.loads(args['model_config'])['parameters']['KEY']; the config "
+        "sets only OTHER",
+        "KeyError: 'KEY'",
+    ),
     Case(
         "runtime_escapes",
         {
@@ -1019,6 +1094,15 @@ ACCEPTED_SILENTLY: list[Case] = [
 ]
 
 CRASHES_SERVER: list[Case] = [
+    Case(
+        "python_model_file_missing",
+        {
+            "python_model_file_missing/config.pbtxt": config("python_model_file_missing"),
+            "python_model_file_missing/1/model.py.bak": MODEL_PY,
+        },
+        "a Python model whose version holds model.py.bak, not model.py (the load hangs)",
+        "Failed to preinitialize Python stub: Python model file not found in '",
+    ),
     variant(
         "state_two_initial",
         "a sequence state with two initial_state entries",
@@ -1107,8 +1191,14 @@ CRASHES_SERVER: list[Case] = [
     ),
 ]
 """Refused, but NOT loaded by the tests: loading them can crash 2.51 (SIGSEGV), and with it
-every other case. ``expect`` is what the server said in runs it survived (in the load
-answer, after ``Invalid argument: `` or ``Internal: ``).
+every other case, or hang it. ``expect`` is what the server said in runs it survived (in the
+load answer, after ``Invalid argument: `` or ``Internal: ``), or logged while it hung.
+
+* ``python_model_file_missing`` (TD108): the load never answers and the model stays LOADING
+  until the server is killed; the stub logs ``Failed to preinitialize Python stub: Python
+  model file not found in '<model dir>/1/model.py'`` (``ModelContext::Init`` in the Python
+  backend's ``src/pb_stub.cc``, the path as ``StubLauncher::Initialize`` forms it: the model
+  directory, the version printed unsigned, ``default_model_filename`` or ``model.py``).
 
 * ``state_*`` (TD244): 2.51 checks ``sequence_batching.state`` when it creates the sequence
   batcher, after the model's instances exist; the failure tears the half-built model down

@@ -1,0 +1,190 @@
+"""What ``TritonPythonModel.initialize`` certainly reads from its model configuration by name.
+
+The stub calls ``initialize(args)`` at load; ``args["model_config"]`` is the configuration as
+JSON, usually ``json.loads``-ed into a dict. A lookup ``pb_utils.get_output_config_by_name(
+model_config, "X")`` of a name the configuration lacks returns None, and subscripting that
+None fails the load; so does ``model_config["parameters"]["K"]`` for a parameter it lacks.
+
+Only statements at the top level of ``initialize``, before anything that may return or
+raise, are followed: they certainly run. A name that is guarded, rebound, mutated or passed
+to unknown code stops being followed, so what is recorded certainly raises when the name is
+missing from the configuration. The code is read, never run.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from triton_doctor.evidence import ConfigRead
+
+LOOKUPS = {"get_input_config_by_name": "input", "get_output_config_by_name": "output"}
+#: pb_utils functions that only read the configuration dict they are given.
+READERS = frozenset({*LOOKUPS, "using_decoupled_model_transaction_policy"})
+#: Expressions whose parts may not run: only what certainly runs is followed.
+LAZY = (ast.IfExp, ast.BoolOp, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+        ast.GeneratorExp, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def initialize_reads(function: ast.FunctionDef) -> list[ConfigRead]:
+    """The reads ``function`` (``initialize(self, args)``) certainly makes, in order."""
+    params = [*function.args.posonlyargs, *function.args.args]
+    if len(params) != 2:
+        return []
+    return _Follower(params[0].arg, params[1].arg).run(function.body)
+
+
+class _Follower:
+    """Walks the top-level statements, tracking which names hold what."""
+
+    def __init__(self, owner: str, args: str) -> None:
+        self.owner = owner
+        self.args = args
+        self.configs: set[str] = set()
+        self.parameter_maps: set[str] = set()
+        #: Variables holding a lookup's result that nothing has checked yet.
+        self.pending: dict[str, tuple[str, str]] = {}
+        self.reads: list[ConfigRead] = []
+
+    def run(self, body: list[ast.stmt]) -> list[ConfigRead]:
+        for statement in body:
+            if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
+                self._simple(statement)
+            elif isinstance(statement, (ast.Pass, ast.Import, ast.ImportFrom, ast.Global,
+                                        ast.Nonlocal)):
+                continue
+            else:  # may not run, may return or raise: what follows is no longer certain
+                break
+        return self.reads
+
+    def _simple(self, statement: ast.stmt) -> None:
+        self._drop_escaped(statement)
+        value = getattr(statement, "value", None)
+        if value is not None:
+            self._record(value)
+        targets: list[ast.expr] = []
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, (ast.AnnAssign, ast.AugAssign)):
+            targets = [statement.target]
+        for target in targets:
+            self._bind(target, value if isinstance(statement, ast.Assign) else None)
+
+    def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
+        key = self._key(target)
+        if key is None:
+            for node in ast.walk(target):  # unpacking, or a store into a subscript
+                if (name := self._key(node)) is not None:
+                    self._forget(name)
+            return
+        self._forget(key)
+        if value is None:
+            return
+        if self._is_config(value):
+            self.configs.add(key)
+        elif self._is_parameters(value):
+            self.parameter_maps.add(key)
+        elif (lookup := self._lookup(value)) is not None:
+            self.pending[key] = lookup
+
+    def _forget(self, key: str) -> None:
+        self.configs.discard(key)
+        self.parameter_maps.discard(key)
+        self.pending.pop(key, None)
+
+    def _record(self, expression: ast.expr) -> None:
+        for node in _certain_nodes(expression):
+            if not isinstance(node, ast.Subscript) or not isinstance(node.ctx, ast.Load):
+                continue
+            lookup = self._lookup(node.value)
+            key = self._key(node.value)
+            if lookup is None and key in self.pending:
+                lookup = self.pending.pop(key or "")
+            if lookup is not None:
+                self.reads.append(ConfigRead(lookup[0], lookup[1], node.lineno))
+            elif self._is_parameters(node.value) and (name := _literal(node.slice)) is not None:
+                self.reads.append(ConfigRead("parameter", name, node.lineno))
+
+    def _drop_escaped(self, statement: ast.stmt) -> None:
+        """Forget every tracked name the statement uses other than by reading it: a guard
+        (``if x is None``), a mutation or a call may change what the later reads do."""
+        allowed: set[int] = set()
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+                allowed.add(id(node.value))
+            elif isinstance(node, ast.Call):
+                if _called(node.func) in READERS and node.args:
+                    allowed.add(id(node.args[0]))
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "get":
+                    allowed.add(id(node.func.value))
+        if isinstance(statement, ast.Assign):
+            allowed.add(id(statement.value))  # an alias
+        for node in ast.walk(statement):
+            key = self._key(node)
+            if key is None or id(node) in allowed or not isinstance(
+                    getattr(node, "ctx", None), ast.Load):
+                continue
+            if key in self.configs or key in self.parameter_maps:
+                self.configs.clear()  # aliases share the dict
+                self.parameter_maps.clear()
+            self.pending.pop(key, None)
+
+    def _key(self, node: ast.AST) -> str | None:
+        """``name`` or ``self.name``: what an assignment can bind and a later line read."""
+        if isinstance(node, ast.Name):
+            return node.id
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == self.owner):
+            return f"{self.owner}.{node.attr}"
+        return None
+
+    def _is_config(self, node: ast.expr) -> bool:
+        """A name holding the configuration, or ``json.loads(args["model_config"])``."""
+        if (key := self._key(node)) is not None:
+            return key in self.configs
+        return (isinstance(node, ast.Call) and _called(node.func) == "loads"
+                and len(node.args) == 1 and not node.keywords
+                and isinstance(node.args[0], ast.Subscript)
+                and self._key(node.args[0].value) == self.args
+                and _literal(node.args[0].slice) == "model_config")
+
+    def _is_parameters(self, node: ast.expr) -> bool:
+        """``config["parameters"]``, ``config.get("parameters", ...)`` or a name holding it
+        (the backend always writes the map, empty when the configuration has none)."""
+        if (key := self._key(node)) is not None:
+            return key in self.parameter_maps
+        if isinstance(node, ast.Subscript):
+            return self._is_config(node.value) and _literal(node.slice) == "parameters"
+        return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get" and bool(node.args)
+                and self._is_config(node.func.value) and _literal(node.args[0]) == "parameters")
+
+    def _lookup(self, node: ast.expr) -> tuple[str, str] | None:
+        if not isinstance(node, ast.Call) or _called(node.func) not in LOOKUPS:
+            return None
+        if len(node.args) != 2 or node.keywords or not self._is_config(node.args[0]):
+            return None
+        name = _literal(node.args[1])
+        return None if name is None else (LOOKUPS[_called(node.func)], name)
+
+
+def _certain_nodes(expression: ast.expr) -> Iterator[ast.AST]:
+    """The nodes of ``expression`` that run whenever it does (not inside a conditional
+    expression, a boolean operator, a lambda or a comprehension)."""
+    stack: list[ast.AST] = [expression]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, LAZY):
+            continue
+        yield node
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _called(function: ast.expr) -> str:
+    if isinstance(function, ast.Attribute):
+        return function.attr
+    return function.id if isinstance(function, ast.Name) else ""
+
+
+def _literal(node: ast.expr) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None

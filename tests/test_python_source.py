@@ -1,0 +1,140 @@
+"""model.py read with ast as the stub runs it: where TritonPythonModel may come from, and what
+initialize certainly reads from its configuration."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from triton_doctor.checks.python_source import read_python_source
+from triton_doctor.evidence import PythonSource
+
+from tests.helpers import GOOD_CONFIG, check_json, write_model
+
+HEAD = "import json\nimport triton_python_backend_utils as pb_utils\n\n"
+
+
+def _read(tmp_path: Path, text: str) -> PythonSource:
+    path = tmp_path / "model.py"
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return read_python_source(str(path))
+
+
+def _initialize(tmp_path: Path, body: str) -> list[tuple[str, str, int]]:
+    indented = textwrap.indent(textwrap.dedent(body).strip("\n"), " " * 8)
+    text = f"{HEAD}class TritonPythonModel:\n    def initialize(self, args):\n{indented}\n"
+    return [(r.kind, r.name, r.line) for r in _read(tmp_path, text).initialize_reads]
+
+
+@pytest.mark.parametrize("text", ["", "class Model:\n    pass\n", "class TritonPythonModle:\n"
+                                  "    def execute(self, requests):\n        return []\n"])
+def test_model_class_certainly_absent(tmp_path: Path, text: str) -> None:
+    source = _read(tmp_path, text)
+    assert not source.has_model_class and not source.may_define_model_class
+
+
+@pytest.mark.parametrize("text", [
+    "from impl import TritonPythonModel\n",
+    "from impl import Model as TritonPythonModel\n",
+    "from impl import *\n",
+    "class Impl:\n    pass\n\nTritonPythonModel = Impl\n",
+    "import sys\nif sys.platform:\n    class TritonPythonModel:\n        pass\n",
+    "try:\n    class TritonPythonModel:\n        pass\nexcept ImportError:\n    pass\n",
+    "def __getattr__(name):\n    return object\n",
+    "class Impl:\n    pass\n\nglobals()['TritonPythonModel'] = Impl\n",
+    "import sys\nsetattr(sys.modules[__name__], 'TritonPython' + 'Model', object)\n",
+    "exec(open('impl.py').read())\n",
+])
+def test_model_class_maybe_defined(tmp_path: Path, text: str) -> None:
+    source = _read(tmp_path, text)
+    assert not source.has_model_class and source.may_define_model_class
+
+
+def test_straight_line_reads_are_recorded_in_order(tmp_path: Path) -> None:
+    reads = _initialize(tmp_path, """
+        self.model_config = model_config = json.loads(args["model_config"])
+        output0_config = pb_utils.get_output_config_by_name(model_config, "OUTPUT0")
+        self.dtype = pb_utils.triton_string_to_numpy(output0_config["data_type"])
+        self.dims = pb_utils.get_input_config_by_name(self.model_config, "INPUT0")["dims"]
+        params = model_config["parameters"]
+        self.key = params["KEY"]["string_value"]
+        self.other = json.loads(args["model_config"])["parameters"]["OTHER"]
+        self.third = model_config.get("parameters", {})["THIRD"]
+    """)
+    assert reads == [("output", "OUTPUT0", 8), ("input", "INPUT0", 9), ("parameter", "KEY", 11),
+                     ("parameter", "OTHER", 12), ("parameter", "THIRD", 13)]
+
+
+@pytest.mark.parametrize("body", [
+    # The result checked first: a missing name never reaches the subscript.
+    """
+    config = json.loads(args["model_config"])
+    out = pb_utils.get_output_config_by_name(config, "OPTIONAL")
+    if out is not None:
+        self.dtype = out["data_type"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    out = pb_utils.get_output_config_by_name(config, "OPTIONAL")
+    assert out is not None, "declare OPTIONAL"
+    self.dtype = out["data_type"]
+    """,
+    # Reads with a default, or only on one side of a condition.
+    """
+    config = json.loads(args["model_config"])
+    self.key = config["parameters"].get("KEY", {}).get("string_value")
+    self.flag = config["parameters"]["FLAG"] if "FLAG" in config["parameters"] else None
+    """,
+    # After a branch that may return or raise, nothing is certain.
+    """
+    config = json.loads(args["model_config"])
+    if not config["parameters"]:
+        return
+    self.key = config["parameters"]["KEY"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    try:
+        self.key = config["parameters"]["KEY"]
+    except KeyError:
+        self.key = None
+    """,
+    # The configuration handed to unknown code, which may change it.
+    """
+    config = json.loads(args["model_config"])
+    fill_defaults(config)
+    self.key = config["parameters"]["KEY"]
+    """,
+    # Not the model configuration.
+    """
+    config = json.loads(args["other"])
+    self.key = config["parameters"]["KEY"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    config = {"parameters": {"KEY": 1}}
+    self.key = config["parameters"]["KEY"]
+    """,
+])
+def test_uncertain_reads_are_not_recorded(tmp_path: Path, body: str) -> None:
+    assert _initialize(tmp_path, body) == []
+
+
+def test_only_the_first_failing_read_is_an_error(tmp_path: Path) -> None:
+    """The load stops at the first read that fails: a later one never runs, and its words
+    are not what the server says."""
+    model_py = HEAD + textwrap.dedent("""\
+        class TritonPythonModel:
+            def initialize(self, args):
+                config = json.loads(args["model_config"])
+                self.key = config["parameters"]["MISSING"]
+                self.out = pb_utils.get_output_config_by_name(config, "OUT")["data_type"]
+
+            def execute(self, requests):
+                return []
+        """)
+    write_model(tmp_path, "m", GOOD_CONFIG, {"1/model.py": model_py})
+    findings = [(f["rule"], f["triton_message"]) for f in check_json(tmp_path)["findings"]
+                if f["rule"] in ("TD314", "TD315")]
+    assert findings == [("TD315", "KeyError: 'MISSING'")]
