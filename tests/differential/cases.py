@@ -133,6 +133,11 @@ SIXTEEN_BYTES = "0123456789abcdef"
 
 GOOD_CASES: list[Case] = [
     Case("good_plain", python_model("good_plain", config("good_plain"))),
+    # A group without a kind runs on CPU where there is no GPU (TD231 and TD236 stay silent).
+    Case("good_kindless_on_cpu_server", python_model(
+        "good_kindless_on_cpu_server",
+        config("good_kindless_on_cpu_server", instances="instance_group [ { count: 1 } ]"),
+    )),
     # The Python backend's own library, found in its backend directory (TD505 stays silent).
     Case(
         "good_runtime_backend_library",
@@ -567,6 +572,25 @@ BROKEN_CASES: list[Case] = [
         "instance group model_with_gpus_0 of model model_with_gpus has kind KIND_MODEL but "
         "specifies one or more GPUs",
         instances="instance_group [ { kind: KIND_MODEL count: 1 gpus: [ 0 ] } ]",
+    ),
+    # The machine: this server has no GPUs, and the doctor judges with --gpus 0.
+    from_fixture("TD236", "tokenizer", "KIND_GPU on a server without GPUs",
+                 "instance group td236_tokenizer_0 of model td236_tokenizer has kind KIND_GPU "
+                 "but no GPUs are available"),
+    variant(
+        "gpu_id_on_cpu_server",
+        "KIND_GPU group naming GPU 0 on a server without GPUs",
+        "instance group gpu_id_on_cpu_server_0 of model gpu_id_on_cpu_server specifies invalid "
+        "or unsupported gpu id 0. GPUs with at least the minimum required CUDA compute "
+        "compatibility of 6.000000 are: ",
+        instances="instance_group [ { kind: KIND_GPU count: 1 gpus: [ 0 ] } ]",
+    ),
+    variant(
+        "auto_with_gpus_on_cpu_server",
+        "a group without a kind that lists gpus, on a server without GPUs: KIND_CPU",
+        "instance group auto_with_gpus_on_cpu_server_0 of model auto_with_gpus_on_cpu_server "
+        "has kind KIND_CPU but specifies one or more GPUs",
+        instances="instance_group [ { count: 1 gpus: [ 0 ] } ]",
     ),
     variant(
         "profile_python",

@@ -20,6 +20,7 @@ entry must go once triton-doctor agrees.
 The server keeps its default auto-complete (as users run it), so triton-doctor runs without
 ``--disable-auto-complete-config``. With auto-complete off the server reports the same texts,
 but the input/output checks move from load time to poll time (see the notes in the report).
+The server has no GPUs, so triton-doctor judges for that machine: ``--gpus 0``.
 
 The hidden-directory case needs the default model-control mode, where the whole server exits;
 it gets its own short server run, started alongside the main one.
@@ -132,8 +133,9 @@ def oracle(
     hidden_repository = write_repository(
         tmp_path_factory.mktemp("hidden") / "repository", [HIDDEN_DIRECTORY]
     )
-    doctor = PendingDoctor(repository)
-    hidden_doctor = PendingDoctor(hidden_repository)
+    # The server has no GPUs: the doctor judges for that machine.
+    doctor = PendingDoctor(repository, "--gpus", "0")
+    hidden_doctor = PendingDoctor(hidden_repository, "--gpus", "0")
     hidden = triton_server(hidden_repository, wait_for=None)
     try:
         server = triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
