@@ -252,9 +252,7 @@ def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Itera
       server_says=("supports only GPU device",))
 def tensorrt_on_cpu(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
-    What it checks: `instance_group { kind: KIND_CPU }` on a TensorRT model, and, on a
-    target machine named as having no GPUs (`--gpus 0`), groups without a kind, which the
-    server makes KIND_CPU there.
+    What it checks: `instance_group { kind: KIND_CPU }` on a TensorRT model.
 
     Why it matters: TensorRT engines run on GPUs only; the backend refuses the model.
 
@@ -265,12 +263,12 @@ def tensorrt_on_cpu(model: ModelView, repository: RepositoryView) -> Iterator[Hi
     config = model.effective
     if config.backend != "tensorrt":
         return
-    for index, name, group, written in judged_groups(model):
+    # Written kinds only: on a machine without GPUs a kind-less group also becomes KIND_CPU,
+    # but the backend's auto-complete then fails first, asking CUDA for a device.
+    for index, name, group in groups(config):
         if enum_name(group, "kind", group.kind) == "KIND_CPU":
             yield Hit(
-                message=f"instance group {name} runs the TensorRT engine on KIND_CPU"
-                + (" (it has no kind, and the target machine has no GPUs)"
-                   if written != "KIND_CPU" else ""),
+                message=f"instance group {name} runs the TensorRT engine on KIND_CPU",
                 triton_message=f"unable to load model '{config.name}', TensorRT backend supports "
                 "only GPU device",
                 fix="Use kind: KIND_GPU.",
