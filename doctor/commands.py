@@ -84,7 +84,7 @@ def check(invocation: Invocation) -> int:
         sys.stdout.write(text.render(
             result, colour=output.colour,
             repository=evidence.repository.path if evidence.repository else None,
-            settings=invocation.settings_source))
+            settings=invocation.settings_source, gpus=evidence.options.gpus))
     return code
 
 

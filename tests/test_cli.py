@@ -248,6 +248,9 @@ def test_gpus_judges_instance_groups_for_that_machine_and_unknown_stays_silent(
     assert errors("--gpus", "2") == set()
     assert check_json(tmp_path, "--gpus", "2")["target"]["gpus"] == 2
     assert "gpus" not in check_json(tmp_path)["target"]
+    text = run_cli("check", "--gpus", "0", str(tmp_path)).stdout
+    assert text.startswith("machine: 0 GPUs (a CPU-only server)\n")
+    assert "machine:" not in run_cli("check", str(tmp_path)).stdout
 
 
 @pytest.mark.parametrize("value", ["-1", "1025", "two", "1.5"])

@@ -69,12 +69,16 @@ def _label(model: str) -> str:
 
 
 def render(result: Result, colour: bool = False, repository: str | None = None,
-           settings: str | None = None) -> str:
+           settings: str | None = None, gpus: int | None = None) -> str:
     """``repository``: the path the findings' paths begin with, under which each model's
     directory heads its findings. ``settings``: the settings file that applied, named first,
-    since it can select, ignore and waive rules."""
+    since it can select, ignore and waive rules. ``gpus``: how many GPUs the judged server
+    has, named since instance groups are judged for that machine (None: unknown)."""
     style = Style(colour)
     out: list[str] = [f"settings: {printable(settings)}"] if settings else []
+    if gpus is not None:
+        out.append(f"machine: {gpus} GPU{'' if gpus == 1 else 's'}"
+                   + (" (a CPU-only server)" if gpus == 0 else ""))
     for model, group in groupby(result.findings, key=lambda f: f.model):
         findings = list(group)
         model_path = _model_path(model, findings, repository)
