@@ -264,3 +264,11 @@ def test_help_tells_the_gpu_model_from_the_gpu_count() -> None:
     assert "how many GPUs the server can use" in text
     assert "Not --gpu, which names the GPU model" in text
     assert "the GPU model served on" in text and "(how many: --gpus)" in text
+
+
+def test_a_kindless_group_naming_a_gpu_no_machine_has_is_made_kind_cpu(tmp_path: Path) -> None:
+    """On any machine core's NormalizeInstanceGroup makes it KIND_CPU, which takes no gpus."""
+    write_model(tmp_path, "gpu_twenty", GOOD_CONFIG + "instance_group [ { gpus: [ 20 ] } ]\n")
+    (finding,) = check_json(tmp_path, "--select", "TD231")["findings"]
+    assert finding["triton_message"] == ("instance group gpu_twenty_0 of model gpu_twenty has "
+                                         "kind KIND_CPU but specifies one or more GPUs")
