@@ -1,0 +1,333 @@
+"""Judge generated repositories by the real server and by ``triton-doctor check``; count.
+
+Repositories are judged in batches: one explicit-mode server serves the union of a batch's
+repositories (their model names never clash) and is stopped after it, which bounds the Python
+stub processes alive at once. Meanwhile ``check`` runs over each repository on its own.
+
+Per repository:
+
+* the server's verdict: refused if it refused any of the repository's models (every model
+  is loaded; an ensemble's load also loads its steps);
+* check's verdict: refused if it reports an error finding;
+* exact reason, where both refuse: every refused model's reason is quoted by one of the
+  repository's error findings (``agreeing``), except an ensemble's that only says which of
+  its steps the server refused, when those steps' reasons are quoted;
+* a false error: check errs where the server loads everything; a miss: the reverse.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.differential.fuzz_generate import GeneratedRepository, write
+from tests.differential.oracle import (
+    DoctorRun,
+    ExplicitModeResult,
+    PendingDoctor,
+    Refusal,
+    TritonServer,
+    agreeing,
+    load_all,
+)
+
+__all__ = [
+    "EXPLICIT_MODE",
+    "Figures",
+    "Judgement",
+    "as_json",
+    "doctor_options",
+    "figures",
+    "judge",
+    "report",
+]
+
+EXPLICIT_MODE = (
+    "--model-control-mode=explicit",
+    "--exit-on-error=false",
+    "--strict-readiness=false",
+)
+
+StartServer = Callable[[Path], TritonServer]
+"""Starts an explicit-mode server (EXPLICIT_MODE, waiting for /v2/health/live) on a path."""
+
+
+@dataclass
+class Judgement:
+    """What the server and check said about one generated repository."""
+
+    index: int
+    prefix: str
+    mutations: list[str]
+    server: dict[str, str]
+    """Each model's outcome: ``READY``, or the server's reason for refusing it."""
+    errors: list[dict[str, Any]]
+    """check's error findings (rule, model, message, triton_message)."""
+    server_refused: bool
+    doctor_refused: bool
+    exact: bool | None = None
+    """Where both refuse: every refused model's reason is quoted by an error finding."""
+    unjudged: str = ""
+    """Why the server gave no verdict (no answer, a crash): never counted as agreement."""
+    doctor_stderr: str = ""
+
+    @property
+    def verdict_agrees(self) -> bool:
+        return not self.unjudged and self.server_refused == self.doctor_refused
+
+    @property
+    def kind(self) -> str:
+        if self.unjudged:
+            return "unjudged"
+        if self.server_refused == self.doctor_refused:
+            return "agree" if not self.server_refused or self.exact else "other-words"
+        return "false-error" if self.doctor_refused else "miss"
+
+
+def doctor_options() -> tuple[str, ...]:
+    """``--gpus 0`` (a CPU-only server, as ours is) where this check has the option."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "triton_doctor", "check", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    return ("--gpus", "0") if "--gpus" in shown else ()
+
+
+def _local_paths(text: str, batch: Path, repositories: Path) -> str:
+    """The batch directory's paths in ``text`` as the paths of each repository of its own."""
+    pattern = re.escape(str(batch)) + r"/(f\d+n\d{4})_"
+    return re.sub(pattern, lambda m: f"{repositories}/{m[1]}/{m[1]}_", text)
+
+
+def _summary(finding: dict[str, Any]) -> dict[str, Any]:
+    keys = ("rule", "model", "message", "triton_message")
+    return {key: finding.get(key) for key in keys}
+
+
+def _judge_one(
+    repository: GeneratedRepository,
+    outcome: ExplicitModeResult,
+    doctor: DoctorRun,
+    batch: Path,
+    repositories: Path,
+    crashed: str,
+) -> Judgement:
+    server: dict[str, str] = {}
+    unjudged = crashed
+    for model in repository.models:
+        load = outcome.loads[model]
+        if load.ok:
+            server[model] = "READY"
+        elif load.status == 0:
+            unjudged = unjudged or f"no answer loading {model}: {load.error}"
+        else:
+            said = outcome.refusals.get(model)
+            reason = said.text if said is not None else f"(no reason found) {load.error}"
+            server[model] = _local_paths(reason, batch, repositories)
+    try:
+        findings = doctor.findings()
+    except AssertionError as failure:
+        findings, unjudged = [], unjudged or f"check failed: {failure}"
+    errors = [f for f in findings if f.get("severity") == "error"]
+    refused = {
+        m: outcome.refusals.get(m) for m in repository.models if server.get(m, "READY") != "READY"
+    }
+    judgement = Judgement(
+        repository.index,
+        repository.prefix,
+        list(repository.mutations),
+        server,
+        [_summary(f) for f in errors],
+        server_refused=bool(refused),
+        doctor_refused=bool(errors),
+        unjudged=unjudged,
+        doctor_stderr=doctor.stderr[-2000:] if doctor.returncode not in (0, 1) else "",
+    )
+    if refused and errors:
+        quoted = {
+            model
+            for model, said in refused.items()
+            if said is not None and agreeing(errors, _localised(said, batch, repositories))
+        }
+        judgement.exact = all(
+            model in quoted or _refused_for(said, quoted) for model, said in refused.items()
+        )
+    return judgement
+
+
+# An ensemble refused because one of its steps was (core's model_repository_manager.cc).
+_DEPENDENCY = re.compile(
+    r"contains models that are not available or ambiguous: (?P<list>[\w, ]+)"
+    r"|depends on '(?P<one>[^']+)' which has no loaded version"
+)
+
+
+def _refused_for(said: Refusal | None, quoted: set[str]) -> bool:
+    """True when ``said`` only names steps refused for reasons check quotes.
+
+    The server refuses an ensemble whose step it refused, naming the step; the reason that
+    step has is the repository's reason, and check quotes it on the step."""
+    if said is None or not (match := _DEPENDENCY.search(said.reason)):
+        return False
+    names = match["one"] or match["list"]
+    return all(name.strip() in quoted for name in names.split(","))
+
+
+def _localised(said: Refusal, batch: Path, repositories: Path) -> Refusal:
+    return Refusal(
+        said.model,
+        _local_paths(said.reason, batch, repositories),
+        said.source,
+        tuple(_local_paths(text, batch, repositories) for text in said.related),
+    )
+
+
+def judge(
+    repositories: Sequence[GeneratedRepository],
+    start: StartServer,
+    workdir: Path,
+    batch_size: int = 20,
+    options: Sequence[str] = (),
+    progress: Callable[[str], None] | None = None,
+) -> list[Judgement]:
+    """Judge every repository, ``batch_size`` of them per server."""
+    judgements: list[Judgement] = []
+    own = workdir / "repositories"
+    for first in range(0, len(repositories), batch_size):
+        batch = repositories[first : first + batch_size]
+        batch_dir = workdir / f"batch{first // batch_size:03d}"
+        shutil.rmtree(batch_dir, ignore_errors=True)
+        for repository in batch:
+            write(batch_dir, repository)
+            write(own / repository.prefix, repository)
+        judgements += _judge_batch(batch, start, batch_dir, own, options)
+        if progress is not None:
+            done = judgements[-len(batch) :]
+            agree = sum(j.verdict_agrees for j in done)
+            progress(f"{len(judgements)}/{len(repositories)} judged ({agree}/{len(done)} agree)")
+    return judgements
+
+
+def _judge_batch(
+    batch: Sequence[GeneratedRepository],
+    start: StartServer,
+    batch_dir: Path,
+    own: Path,
+    options: Sequence[str],
+) -> list[Judgement]:
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        doctors = [
+            pool.submit(lambda r=r: PendingDoctor(own / r.prefix, *options).result()) for r in batch
+        ]
+        server = start(batch_dir)
+        try:
+            models = [m for r in batch for m in r.models]
+            outcome = load_all(server, models, workers=4, timeout=45.0)
+            code = server.returncode()
+            crashed = "" if code is None else f"the server exited ({code}) during the batch"
+        finally:
+            server.stop(grace=1.0)  # nothing is left to learn from a graceful unload
+        runs = [d.result() for d in doctors]
+    judged = zip(batch, runs, strict=True)
+    return [_judge_one(r, outcome, run, server.repository, own, crashed) for r, run in judged]
+
+
+@dataclass
+class Figures:
+    repositories: int
+    judged: int
+    server_refused: int
+    verdict_agree: int
+    both_refused: int
+    exact_agree: int
+    false_errors: int
+    misses: int
+    unjudged: int
+    by_kind: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def verdict_rate(self) -> float:
+        return self.verdict_agree / self.judged if self.judged else 0.0
+
+    @property
+    def exact_rate(self) -> float:
+        return self.exact_agree / self.both_refused if self.both_refused else 0.0
+
+
+def figures(judgements: Iterable[Judgement]) -> Figures:
+    listed = list(judgements)
+    judged = [j for j in listed if not j.unjudged]
+    both = [j for j in judged if j.server_refused and j.doctor_refused]
+    kinds: dict[str, int] = {}
+    for j in listed:
+        kinds[j.kind] = kinds.get(j.kind, 0) + 1
+    return Figures(
+        repositories=len(listed),
+        judged=len(judged),
+        server_refused=sum(j.server_refused for j in judged),
+        verdict_agree=sum(j.verdict_agrees for j in judged),
+        both_refused=len(both),
+        exact_agree=sum(bool(j.exact) for j in both),
+        false_errors=sum(j.kind == "false-error" for j in judged),
+        misses=sum(j.kind == "miss" for j in judged),
+        unjudged=len(listed) - len(judged),
+        by_kind=kinds,
+    )
+
+
+def _describe(j: Judgement) -> list[str]:
+    lines = [f"[{j.kind}] #{j.index} {j.prefix}"]
+    lines += [f"  mutation: {m}" for m in j.mutations] or ["  mutation: (none)"]
+    for model, said in j.server.items():
+        lines.append(f"  server {model}: {said.strip()[:600]}")
+    for finding in j.errors:
+        quoted = finding.get("triton_message") or "-"
+        lines.append(f"  check {finding['rule']} {finding['model']}: {finding['message']}")
+        lines.append(f"    triton_message: {quoted[:600]}")
+    if not j.errors:
+        lines.append("  check: no error")
+    if j.unjudged:
+        lines.append(f"  unjudged: {j.unjudged[:600]}")
+    if j.doctor_stderr:
+        lines.append(f"  check stderr: {j.doctor_stderr[-600:]}")
+    return lines
+
+
+def report(judgements: Sequence[Judgement], seed: int, options: Sequence[str]) -> str:
+    """The figures, then every disagreement with both texts."""
+    f = figures(judgements)
+    lines = [
+        f"differential fuzz: seed {seed}, {f.repositories} repositories, check {' '.join(options)}",
+        f"server refused {f.server_refused} of {f.judged} judged ({f.unjudged} unjudged)",
+        f"verdict agreement:      {f.verdict_agree}/{f.judged} = {100 * f.verdict_rate:.1f} %",
+        f"exact-reason agreement: {f.exact_agree}/{f.both_refused} = {100 * f.exact_rate:.1f} %",
+        f"false errors:           {f.false_errors}",
+        f"misses:                 {f.misses}",
+        f"by kind: {json.dumps(f.by_kind, sort_keys=True)}",
+    ]
+    for j in judgements:
+        if j.kind != "agree":
+            lines.append("")
+            lines += _describe(j)
+    return "\n".join(lines) + "\n"
+
+
+def as_json(judgements: Sequence[Judgement], seed: int, options: Sequence[str]) -> str:
+    f = figures(judgements)
+    document = {
+        "seed": seed,
+        "options": list(options),
+        "figures": {**asdict(f), "verdict_rate": f.verdict_rate, "exact_rate": f.exact_rate},
+        "repositories": [{**asdict(j), "kind": j.kind} for j in judgements],
+    }
+    return json.dumps(document, indent=2)
