@@ -8,6 +8,7 @@ from triton_doctor.rules import (  # noqa: F401
     config_io,
     config_misc,
     config_syntax,
+    config_warmup,
     ensemble_steps,
     ensemble_structure,
     layout,

@@ -50,5 +50,23 @@ def type_name(value: int) -> str:
     return model_config.data_type_name(value)
 
 
+#: Bytes per element of each data type (TYPE_STRING has no fixed size).
+ELEMENT_BYTES = {
+    "TYPE_BOOL": 1, "TYPE_UINT8": 1, "TYPE_UINT16": 2, "TYPE_UINT32": 4, "TYPE_UINT64": 8,
+    "TYPE_INT8": 1, "TYPE_INT16": 2, "TYPE_INT32": 4, "TYPE_INT64": 8,
+    "TYPE_FP16": 2, "TYPE_FP32": 4, "TYPE_FP64": 8, "TYPE_BF16": 2,
+}
+
+
+def tensor_bytes(tensor: Any) -> int | None:
+    """Bytes of ``tensor`` (a message with data_type and dims: a warmup input, an initial
+    state) when its dims are fixed; None for strings, variable dims, or a size past int64
+    (where the server's own byte count overflows)."""
+    data_type = enum_name(tensor, "data_type", tensor.data_type)
+    if data_type not in ELEMENT_BYTES or any(d < 0 for d in tensor.dims):
+        return None
+    return dims_product(tensor.dims, start=ELEMENT_BYTES[data_type])
+
+
 def is_ensemble(config: Any) -> bool:
     return bool(config.platform == "ensemble")

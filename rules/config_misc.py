@@ -1,4 +1,5 @@
-"""TD24x: response cache, custom metrics and warmup."""
+"""TD24x: response cache, custom metrics, sequence state, Python environments (warmup is in
+config_warmup)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,10 @@ import posixpath
 from collections.abc import Iterator
 from typing import Any
 
-from triton_doctor.findings import Hit, Severity
+from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import dims_product, enum_name, is_ensemble, names_text
+from triton_doctor.rules._common import tensor_bytes
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
-
-#: Bytes per element of each data type (TYPE_STRING has no fixed size).
-ELEMENT_BYTES = {
-    "TYPE_BOOL": 1, "TYPE_UINT8": 1, "TYPE_UINT16": 2, "TYPE_UINT32": 4, "TYPE_UINT64": 8,
-    "TYPE_INT8": 1, "TYPE_INT16": 2, "TYPE_INT32": 4, "TYPE_INT64": 8,
-    "TYPE_FP16": 2, "TYPE_FP32": 4, "TYPE_FP64": 8, "TYPE_BF16": 2,
-}
 
 
 @rule(
@@ -97,155 +91,6 @@ def invalid_model_metrics(model: ModelView, repository: RepositoryView) -> Itera
             fix="Give metric_identifier.family and histogram_options.buckets.",
             field=where,
         )
-
-
-@rule("TD243", "invalid-warmup", "error", "model_warmup cannot run",
-      server_says=("model_warmup can not be specified for ensemble '",
-                   "failed to run warmup sample '", "warmup setting expects",
-                   "failed to open text file for read"))
-def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
-    """
-    What it checks: `model_warmup` samples as the server prepares them at load: not on an
-    ensemble; every input with fixed dims (no -1), a data source (zero_data, random_data or
-    input_data_file), a data file that exists under `warmup/` and holds enough bytes; input
-    names that are the model's inputs; batch_size within max_batch_size.
-
-    Why it matters: a failing warmup fails the model's load.
-
-    Example: `dims: [ -1, 3 ]` → `dims: [ 16, 3 ]`; a JPEG as input_data_file → the raw
-    little-endian tensor bytes.
-
-    Fix: give concrete dims and a data source; data files hold raw tensor bytes.
-    """
-    config = model.effective
-    if not config.model_warmup:
-        return
-    if is_ensemble(config):
-        yield Hit(
-            message="model_warmup on an ensemble",
-            triton_message=f"model_warmup can not be specified for ensemble '{config.name}'",
-            fix="Warm up the composing models instead.",
-            field="model_warmup",
-        )
-        return
-    inputs = {tensor.name for tensor in config.input}
-    for index, sample in enumerate(config.model_warmup):
-        where = f"model_warmup[{index}]"
-        yield from _warmup_batch_too_large(config, sample, where)
-        yield from _warmup_inputs_missing(config, sample, where)
-        for name in sorted(sample.inputs):
-            yield from _warmup_input_hits(model, sample, name, inputs, where)
-
-
-def _warmup_batch_too_large(config: Any, sample: Any, where: str) -> Iterator[Hit]:
-    if sample.batch_size > max(config.max_batch_size, 1):
-        yield Hit(
-            message=f"warmup '{sample.name}' batch_size {sample.batch_size} exceeds "
-            f"max_batch_size {config.max_batch_size}; tritonserver 2.51 was seen to crash "
-            "(SIGSEGV) on this",
-            triton_message=f"failed to run warmup sample '{sample.name}': batch size "
-            f"{sample.batch_size} for '{_first_instance(config)}', max allowed is "
-            f"{config.max_batch_size}",
-            fix=f"Use batch_size <= {max(config.max_batch_size, 1)}.",
-            field=f"{where}.batch_size",
-        )
-
-
-def _warmup_input_hits(model: ModelView, sample: Any, name: str, inputs: set[str],
-                       where: str) -> Iterator[Hit]:
-    """One warmup input: a model input (else dropped, and nothing more is judged), with fixed
-    dims (else refused before its data is looked at), and a data source that holds enough."""
-    tensor = sample.inputs[name]
-    if inputs and name not in inputs:
-        yield Hit(
-            message=f"warmup '{sample.name}' feeds '{name}', which is not an input "
-            f"(inputs: {names_text(sorted(inputs))}); the server drops it",
-            fix="Key warmup inputs by the model's input names.",
-            field=f"{where}.inputs",
-            severity=Severity.WARNING,
-        )
-        return
-    if any(d == -1 for d in tensor.dims):
-        yield Hit(
-            message=f"warmup '{sample.name}' input '{name}' has variable dims",
-            triton_message="warmup setting expects all variable-size dimensions "
-            f"are specified for input '{name}'",
-            fix="Give every dimension a concrete size.",
-            field=f"{where}.inputs",
-        )
-        return
-    source = tensor.WhichOneof("input_data_type")
-    if source is None:
-        yield Hit(
-            message=f"warmup '{sample.name}' input '{name}' has no data source",
-            triton_message=f"warmup setting expects input '{name}' to have "
-            "input_data_type set",
-            fix="Add zero_data: true, random_data: true or input_data_file.",
-            field=f"{where}.inputs",
-        )
-    elif source == "input_data_file":
-        yield from _warmup_file_hits(model, name, tensor, where)
-
-
-def _warmup_file_hits(model: ModelView, name: str, tensor: Any, where: str) -> Iterator[Hit]:
-    """An input_data_file under warmup/ that exists and holds the tensor's bytes."""
-    path = f"warmup/{tensor.input_data_file}"
-    size = model.dir.data_files.get(path)
-    needed = _expected_bytes(tensor)
-    if size is not None and needed is not None and size < needed:
-        yield Hit(
-            message=f"warmup file {path} holds {size} bytes; input '{name}' "
-            f"needs {needed}",
-            triton_message=f"warmup setting expects {needed} bytes, but the "
-            f"data provided from {tensor.input_data_file}only has {size} bytes",
-            fix="Write the raw little-endian tensor bytes (not an image file).",
-            field=f"{where}.inputs",
-            evidence={"file_bytes": size, "needed_bytes": needed},
-        )
-    if model.tree_shows_absent(path):
-        yield Hit(
-            message=f"warmup data file {path} does not exist",
-            triton_message=f"failed to open text file for read "
-            f"{model.dir.path}/{path}: No such file or directory",
-            fix=f"Write the raw tensor bytes to {model.dir.path}/{path}.",
-            field=f"{where}.inputs",
-        )
-
-
-def _first_instance(config: Any) -> str:
-    """The name of the first model instance, as the server names it in warmup errors."""
-    if not config.instance_group:
-        return f"{config.name}_0"  # the server adds one group named after the model
-    group = config.instance_group[0]
-    return f"{group.name or config.name + '_0'}_0"
-
-
-def _warmup_inputs_missing(config: Any, sample: Any, where: str) -> Iterator[Hit]:
-    """A warmup request lacking a required input fails like a client request would."""
-    required = [t.name for t in config.input if not t.optional]
-    given = [t.name for t in config.input if t.name in sample.inputs]
-    missing = [name for name in required if name not in sample.inputs]
-    if not missing or any(t.optional for t in config.input):
-        return
-    listed = ",".join(f"'{name}'" for name in given)
-    yield Hit(
-        message=f"warmup '{sample.name}' does not feed {', '.join(missing)}",
-        triton_message=f"expected {len(required)} inputs but got {len(given)} inputs for model "
-        f"'{config.name}'. Got input(s) [{listed}], but missing required input(s) "
-        f"[{','.join(repr(name) for name in missing)}]. Please provide all required input(s).",
-        fix="Give every model input a warmup value (zero_data: true is enough).",
-        field=f"{where}.inputs",
-    )
-
-
-def _expected_bytes(tensor: Any) -> int | None:
-    """Bytes of ``tensor`` (a message with data_type and dims) when its dims are fixed; None
-    for strings, variable dims, or a size past int64 (where the server's own byte count
-    overflows)."""
-    data_type = enum_name(tensor, "data_type", tensor.data_type)
-    if data_type not in ELEMENT_BYTES or any(d < 0 for d in tensor.dims):
-        return None
-    return dims_product(tensor.dims, start=ELEMENT_BYTES[data_type])
 
 
 @rule("TD244", "invalid-initial-state", "error", "Sequence state initial_state is invalid",
@@ -329,7 +174,7 @@ def _initial_state_problems(
         yield f"initial_state setting expects state'{name}' to have state_data set"
     elif source == "data_file":
         size = model.dir.data_files.get(f"initial_state/{initial.data_file}")
-        needed = _expected_bytes(initial)
+        needed = tensor_bytes(initial)
         path = f"{model.dir.path}/initial_state/{initial.data_file}"
         if size is None:
             if model.tree_shows_absent(f"initial_state/{initial.data_file}"):

@@ -241,6 +241,16 @@ implicit state and batch_input targets read by name; the model class imported fr
 module; initialize's checked lookups, and parameters read with a default."""
 
 
+WARMUP_GOOD: list[Case] = [
+    from_fixture("TD247", model, "", "", side="pass")
+    for model in ("image_classifier", "text_encoder", "reranker", "tokenizer", "detector",
+                  "streaming_asr")
+]
+"""Warmup samples the server prepares and runs, loaded READY (TD247): -1 config dims fed a
+fixed size, an optional input left out, strings from zero, random and file data, batch_size
+up to max_batch_size, and a sequence control input keyed by name."""
+
+
 def variant(
     name: str,
     what: str,
@@ -860,7 +870,7 @@ BROKEN_CASES: list[Case] = [
         "unable to find 'libtritonrepoagent_checksums.so' for repo agent 'checksums', "
         "searched: /opt/tritonserver/repoagents",
     ),
-    # Warmup (TD243): prepared when the instance is created, in the load answer. A sample
+    # Warmup (TD243, TD247): prepared when the instance is created, in the load answer. A sample
     # that is refused only when it runs (batch_size too big) is in CRASHES_SERVER.
     variant(
         "warmup_variable_dims",
@@ -899,6 +909,35 @@ BROKEN_CASES: list[Case] = [
         "model_warmup feeding an input the model does not have",
         "expected 1 inputs but got 0 inputs for model 'warmup_unknown_input'",
         extra=warmup('key: "INPUT9" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true }'),
+    ),
+    # Warmup requests checked like a client's (TD247), before any is sent: in the load answer.
+    from_fixture(
+        "TD247",
+        "image_classifier",
+        "model_warmup dims that include the batch dimension (max_batch_size 8)",
+        "unexpected shape for input 'pixel_values' for model 'td247_image_classifier'. "
+        "Expected [-1,3,224,224], got [1,1,3,224,224]",
+    ),
+    from_fixture(
+        "TD247",
+        "text_encoder",
+        "model_warmup input of TYPE_INT32 for a TYPE_INT64 input",
+        "[request id: <id_unknown>] inference input 'input_ids' data-type is 'INT32', but "
+        "model 'td247_text_encoder' expects 'INT64'",
+    ),
+    from_fixture(
+        "TD247",
+        "reranker",
+        "model_warmup that leaves out a required input (the model has an optional one too)",
+        "expected number of inputs between 2 and 3 but got 1 inputs for model "
+        "'td247_reranker'. Got input(s) ['query'], but missing required input(s) ['document']",
+    ),
+    from_fixture(
+        "TD247",
+        "tokenizer",
+        "model_warmup TYPE_STRING data file of 3 bytes (no room for a 4-byte length)",
+        "incomplete string length indicator for inference input 'text' for model "
+        "'td247_tokenizer', expecting 4 bytes but only 3 bytes available.",
     ),
     # Inputs, outputs, batch_input / batch_output (TD215, TD221): load time, in the load
     # answer; output_format and label_twice do not parse (poll time, in the log).
@@ -1072,6 +1111,20 @@ DIFFERENT_WORDS: list[Case] = [
 ACCEPTED_SILENTLY: list[Case] = [
     # Suggested as broken, but 2.51.0 loads them READY without a word in the log. Kept as
     # facts: a linter may warn about them, but must not claim the server refuses them.
+    from_fixture(
+        "TD243",
+        "preprocess",
+        "model_warmup sample without batch_size (0): skipped, logged only at --log-verbose=1",
+        "",
+    ),
+    variant(
+        "warmup_extra_key",
+        "model_warmup feeding INPUT0 and INPUT9, which is no input (passed on as an extra)",
+        "",
+        extra='model_warmup [ { name: "warm" batch_size: 1 '
+        'inputs { key: "INPUT0" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } '
+        'inputs { key: "INPUT9" value { data_type: TYPE_FP32 dims: [ 4 ] zero_data: true } } } ]',
+    ),
     variant(
         "platform_ort_backend_python",
         "platform onnxruntime_onnx together with backend python (runs as python)",
@@ -1234,7 +1287,7 @@ load answer, after ``Invalid argument: `` or ``Internal: ``), or logged while it
   (``good_sequence_state*``); TRITON_BATCH_STRATEGY_PATH with a sequence batcher
   (``td245_tracker``), also refused after the instances exist, never crashed it (64 loads of
   an inline equivalent, 8 at a time).
-* ``warmup_batch_too_big`` (TD243): the warmup requests are really sent and refused, and the
+* ``warmup_batch_too_big`` (TD247): the warmup requests are really sent and refused, and the
   instance torn down after them (``ConstructAndInitializeInstance`` -> ``~TritonModelInstance``
   -> ``StopBackendThread``) often crashes: in 5 of 12 runs of this module, and in both runs
   loading 8 copies one at a time, within the first three. The other warmup failures are
