@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from dataclasses import field as default
 from typing import Any
 
 from triton_doctor.findings import Hit
@@ -539,14 +538,19 @@ def ensemble_decoupled_mix(repository: RepositoryView) -> Iterator[Hit]:
             continue
         joined = flow.first_mix()
         if joined is not None:
+            tensor, named = joined
             text = (
-                f"in ensemble {model.effective.name}, step of model '{joined.model}' receives "
+                f"in ensemble {model.effective.name}, step of model '{named}' receives "
                 "inputs originated from different decoupled models"
             )
-            what = f"'{joined.name}' is computed" if joined.name else "the outputs are computed"
+            what = f"'{tensor}' is computed" if tensor else "the outputs are computed"
+            decoupled = sorted(
+                {s.model_name for s, d in zip(model.effective.ensemble_scheduling.step,
+                                              flow.decoupled, strict=True) if d}
+            )
             yield Hit(
                 message=f"{what} from tensors that come out of different decoupled models "
-                f"(decoupled steps: {', '.join(flow.decoupled_models)})",
+                f"(decoupled steps: {', '.join(decoupled)})",
                 triton_message=text,
                 fix="Pass the other tensors through the decoupled model too, so that "
                 "everything one step reads comes out of the same decoupled model.",
@@ -557,61 +561,61 @@ def ensemble_decoupled_mix(repository: RepositoryView) -> Iterator[Hit]:
 
 
 @dataclass
-class _Tensor:
-    """Core's TensorNode as the decoupled walk sees it: the model that declared it first (the
-    server's words name it), the tensors it is computed from and those computed from it."""
-
-    #: "" for the ensemble's outputs taken together (core's sink node).
-    name: str
-    model: str
-    before: list[int] = default(default_factory=list)
-    after: list[int] = default(default_factory=list)
-    #: The step that writes it, if any.
-    step: int | None = None
-
-
-@dataclass
 class _DecoupledFlow:
-    tensors: list[_Tensor]
-    inputs: list[int]
-    #: Per step: whether its model is decoupled.
-    decoupled: list[bool]
-    decoupled_models: list[str]
+    """An ensemble's steps as the decoupled walk sees them (core links each tensor a step
+    writes to every tensor it reads; a step here stands for all the tensors it writes, so the
+    walk costs the size of the maps, not their product)."""
 
-    def first_mix(self) -> _Tensor | None:
-        """Core's walk from the ensemble inputs: each tensor takes the label of what it is
-        computed from, or a new one out of a decoupled step (one per step); the first tensor
-        computed from tensors of different labels names the model in the refusal."""
-        label: dict[int, int] = dict.fromkeys(self.inputs, 0)
-        step_label: dict[int, int] = {}
+    ensemble: str
+    inputs: list[str]
+    outputs: list[str]
+    reads: list[list[str]]
+    writes: list[list[str]]
+    decoupled: list[bool]
+    #: The model that declared each tensor first, the one the server's words name.
+    declared_by: dict[str, str]
+
+    def first_mix(self) -> tuple[str, str] | None:
+        """Core's walk from the ensemble inputs: a tensor takes the label of what it is
+        computed from, or a new one out of a decoupled step (one per step); the first step (or
+        the ensemble's outputs, "" here) whose tensors carry different labels is refused:
+        (tensor, model the server names)."""
+        sink = len(self.reads)
+        sources = [*self.reads, self.outputs]
+        readers: dict[str, list[int]] = {}
+        for user, tensors in enumerate(sources):
+            for tensor in set(tensors):
+                readers.setdefault(tensor, []).append(user)
+        pending = [len(set(tensors)) for tensors in sources]
+        label = dict.fromkeys(self.inputs, 0)
         count = 0
-        queue = deque(self.inputs)
+        queue = deque(label)
         while queue:
-            for index in self.tensors[queue.popleft()].after:
-                tensor = self.tensors[index]
-                if index in label or any(b not in label for b in tensor.before):
+            for user in readers.get(queue.popleft(), ()):
+                pending[user] -= 1
+                if pending[user]:
                     continue
-                if len({label[b] for b in tensor.before}) > 1:
-                    return tensor
-                inherited = label[tensor.before[0]]
-                if tensor.step is None:  # the ensemble's outputs, together
-                    label[index] = inherited
-                    queue.append(index)
+                if len({label[t] for t in sources[user]}) > 1:
+                    if user == sink:
+                        return "", self.ensemble
+                    return self.writes[user][0], self.declared_by[self.writes[user][0]]
+                if user == sink:
                     continue
-                if tensor.step not in step_label:
-                    if self.decoupled[tensor.step]:
-                        count += 1
-                    step_label[tensor.step] = count if self.decoupled[tensor.step] else inherited
-                label[index] = step_label[tensor.step]
-                queue.append(index)
+                if self.decoupled[user]:
+                    count += 1
+                written = count if self.decoupled[user] else label[sources[user][0]]
+                for tensor in self.writes[user]:
+                    if tensor not in label:
+                        label[tensor] = written
+                        queue.append(tensor)
         return None
 
 
 def _decoupled_flow(model: ModelView, repository: RepositoryView) -> _DecoupledFlow | None:
-    """The ensemble's tensors linked as core links them, or None when no step model is
-    decoupled, or one is absent or unreadable (the server refuses for that first). A nested
-    ensemble counts as not decoupled: a step missed as decoupled can hide a refusal, never
-    invent one."""
+    """The ensemble's steps, or None when no step model is decoupled, one is absent or
+    unreadable (the server refuses for that first), or a tensor is written twice (TD401). A
+    nested ensemble counts as not decoupled: a step missed as decoupled can hide a refusal,
+    never invent one."""
     ensemble = model.effective
     steps = list(ensemble.ensemble_scheduling.step)
     decoupled: list[bool] = []
@@ -624,30 +628,16 @@ def _decoupled_flow(model: ModelView, repository: RepositoryView) -> _DecoupledF
         decoupled.append(not is_ensemble(config) and config.model_transaction_policy.decoupled)
     if not any(decoupled):
         return None
-    ids: dict[str, int] = {}
-    tensors: list[_Tensor] = []
-
-    def tensor_id(name: str, declared_by: str) -> int:
-        if name not in ids:
-            ids[name] = len(tensors)
-            tensors.append(_Tensor(name, declared_by))
-        return ids[name]
-
-    inputs = [tensor_id(t.name, ensemble.name) for t in ensemble.input]
-    outputs = [tensor_id(t.name, ensemble.name) for t in ensemble.output]
-    sink = len(tensors)
-    tensors.append(_Tensor("", ensemble.name, before=outputs))
-    for index in outputs:
-        tensors[index].after.append(sink)
-    for index, step in enumerate(steps):
-        read = [tensor_id(t, step.model_name) for t in step.input_map.values()]
-        for name in step.output_map.values():
-            written = tensors[tensor_id(name, step.model_name)]
-            if written.step is not None:
-                return None  # written twice: the server refuses before (TD401)
-            written.step = index
-            written.before += read
-            for source in read:
-                tensors[source].after.append(ids[name])
-    names = sorted({s.model_name for s, d in zip(steps, decoupled, strict=True) if d})
-    return _DecoupledFlow(tensors, inputs, decoupled, names)
+    reads = [list(step.input_map.values()) for step in steps]
+    writes = [list(step.output_map.values()) for step in steps]
+    if sum(map(len, writes)) != len({t for tensors in writes for t in tensors}):
+        return None
+    declared_by = dict.fromkeys([t.name for t in [*ensemble.input, *ensemble.output]],
+                                ensemble.name)
+    for step, read, written in zip(steps, reads, writes, strict=True):
+        for tensor in [*read, *written]:
+            declared_by.setdefault(tensor, step.model_name)
+    return _DecoupledFlow(
+        ensemble.name, [t.name for t in ensemble.input], [t.name for t in ensemble.output],
+        reads, writes, decoupled, declared_by,
+    )
