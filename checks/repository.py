@@ -11,7 +11,7 @@ import itertools
 import os
 from pathlib import Path
 
-from triton_doctor.checks.formats import read_model_file
+from triton_doctor.checks.formats import lfs, read_model_file
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import (
@@ -113,6 +113,7 @@ def _collect_model(entry: os.DirEntry[str], config_name: str | None,
     tree, model.tree_stopped_after = _tree(entry.path)
     model.tree = [display_name(path) for path in tree]
     model.data_files = _data_files(entry.path, tree)
+    model.lfs_pointers = lfs.find_pointers(entry.path, tree)
     _read_model_files(model, [child.path for child in subdirs], real_root)
     return model
 

@@ -254,6 +254,8 @@ class ModelDir:
     listing_stopped_after: int | None = None
     #: Sizes in bytes of the data files the server reads: ``warmup/*``, ``initial_state/*``.
     data_files: dict[str, int] = field(default_factory=dict)
+    #: Git LFS pointers among the files of ``tree``: path -> the size the pointer records.
+    lfs_pointers: dict[str, str] = field(default_factory=dict)
     unreadable: str | None = None
 
 

@@ -12,6 +12,7 @@ from triton_doctor.rules import (  # noqa: F401
     ensemble_steps,
     ensemble_structure,
     layout,
+    lfs_pointers,
     model_files,
     model_io,
     python_model,

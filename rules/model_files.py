@@ -21,9 +21,11 @@ _LOAD_FAILURE_BY_KIND = {
     ("onnxruntime", "directory"): "unable to find '{path}/model.onnx' for model instance "
     "'{model}'",
 }
+#: What to do about a Git LFS pointer, wherever it is (TD115 says it too).
+LFS_FIX = ("Fetch the real file: `git lfs pull` (or `git lfs install` before cloning), and make "
+           "sure the image build copies the fetched file.")
 _FIXES = {
-    "lfs-pointer": "Fetch the real file: `git lfs pull` (or `git lfs install` before cloning), "
-    "and make sure the image build copies the fetched file.",
+    "lfs-pointer": LFS_FIX,
     "empty": "Copy the real model file; a placeholder of 0 bytes cannot be loaded.",
     "pickle": "Export TorchScript: `torch.jit.script(model).save('model.pt')` (or "
     "`torch.jit.trace(model, example).save(...)`); torch.save() of a module is a pickle the "

@@ -1,0 +1,38 @@
+"""Git LFS pointers found among a model directory's files (checks/formats/lfs.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from triton_doctor.checks.formats.lfs import MAX_POINTER_BYTES, find_pointers
+from triton_doctor.checks.repository import collect_repository
+
+POINTER = b"version https://git-lfs.github.com/spec/v1\noid sha256:" + b"0" * 64 + b"\nsize 4096\n"
+
+
+def _write(root: Path, relative: str, data: bytes) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def test_pointers_inside_a_directory_model_are_found_with_their_size(tmp_path: Path) -> None:
+    _write(tmp_path, "m/1/model.savedmodel/saved_model.pb", POINTER)
+    _write(tmp_path, "m/1/model.savedmodel/variables/variables.index", b"real bytes")
+    _write(tmp_path, "m/config.pbtxt", b'platform: "tensorflow_savedmodel"\n')
+    (model,) = collect_repository(tmp_path).models
+    assert model.lfs_pointers == {"1/model.savedmodel/saved_model.pb": "4096"}
+
+
+def test_only_files_small_enough_to_be_pointers_are_read(tmp_path: Path) -> None:
+    _write(tmp_path, "big.bin", POINTER + b"\0" * MAX_POINTER_BYTES)
+    _write(tmp_path, "empty.bin", b"")
+    _write(tmp_path, "small.bin", POINTER)
+    tree = ["big.bin", "empty.bin", "small.bin", "missing.bin", "sub/"]
+    assert find_pointers(str(tmp_path), tree) == {"small.bin": "4096"}
+
+
+def test_a_fifo_is_passed_over_without_blocking(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "weights.bin")
+    assert find_pointers(str(tmp_path), ["weights.bin"]) == {}
