@@ -159,7 +159,7 @@ def test_settings_in_a_shared_directory_above_no_project_are_not_applied(tmp_pat
         proc = run_cli("check", str(repo), timeout=TIMEOUT)
         report = json.loads(run_cli("check", "--format", "json", str(repo)).stdout)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "TD212" in proc.stdout and "0 rules" not in proc.stdout
+    assert "TD212" in proc.stdout and "· 0 rules" not in proc.stdout
     assert "settings:" not in proc.stdout and "settings" not in report["target"]
     assert report["summary"]["models"] == 2
 
