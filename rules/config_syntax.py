@@ -63,6 +63,61 @@ def templates(model: ModelView) -> list[tuple[int, str, bool]]:
     return found
 
 
+#: String parameters that models read as paths, so that an unrendered value fails the load:
+#: TensorRT-LLM's backend opens gpt_model_path and encoder_model_path, and gives up only when
+#: neither exists; its Python pre/post-processing models open tokenizer_dir and engine_dir
+#: (their words come from transformers, and vary by version). visual_model_path is left out:
+#: the preprocessing model reads "${visual_model_path}" as not set.
+TRTLLM_MODEL_PATHS = ("gpt_model_path", "encoder_model_path")
+PYTHON_PATH_PARAMETERS = ("tokenizer_dir", "tokenizer_path", "engine_dir", "gpt_model_path")
+TRTLLM_NO_PATH = "Both encoder and decoder model paths are empty"
+
+
+def _unrendered(value: str) -> bool:
+    return bool(_DOLLAR_TEMPLATE.search(value))
+
+
+def _line_of(model: ModelView, value: str) -> int | None:
+    """The line of the first placeholder of ``value`` inside a string."""
+    return next((line for line, placeholder, quoted in templates(model)
+                 if quoted and placeholder in value), None)
+
+
+def _path_templates(model: ModelView) -> Iterator[tuple[str, Hit]]:
+    """(placeholder, finding) for each unrendered parameter the model reads as a path."""
+    if model.state != "parsed":
+        return
+    config = model.effective
+    values = {key: value.string_value for key, value in config.parameters.items()}
+    if config.backend == "tensorrtllm":
+        given = [key for key in TRTLLM_MODEL_PATHS if key in values]
+        if given and all(_unrendered(values[key]) for key in given):
+            key = given[0]
+            shown = ", ".join(values[k] for k in given)
+            yield " ".join(values[k] for k in given), Hit(
+                message=f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} left "
+                f"unrendered ({shown}): the TensorRT-LLM backend finds no engine directory "
+                "and the model fails to load",
+                triton_message=TRTLLM_NO_PATH,
+                fix=f"Render the engine directory: `fill_template.py -i config.pbtxt "
+                f"engine_dir:/engines/<model>` (parameter {key}).",
+                field="parameters",
+                line=_line_of(model, values[key]),
+            )
+    elif config.backend == "python":
+        for key in PYTHON_PATH_PARAMETERS:
+            if key in values and _unrendered(values[key]):
+                yield values[key], Hit(
+                    message=f"{key} is left unrendered ({values[key]}): model.py "
+                    "reads it as a path (TensorRT-LLM's pre/post-processing models do), and "
+                    "initialize fails on it",
+                    fix=f"Render it: `fill_template.py -i config.pbtxt {key}:<path>`.",
+                    severity=Severity.WARNING,
+                    field="parameters",
+                    line=_line_of(model, values[key]),
+                )
+
+
 def wire_dtypes(model: ModelView) -> list[tuple[int, str]]:
     text = model.dir.config.text or ""
     return [(n, m.group(1)) for n, line in _code_lines(text) for m in _WIRE_DTYPE.finditer(line)]
@@ -104,7 +159,7 @@ def config_syntax(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
 
 @rule(
     "TD202", "unrendered-template", "error", "Template placeholder left in config.pbtxt", needs=(),
-    server_says=("failed to read text proto from",),
+    server_says=("failed to read text proto from", TRTLLM_NO_PATH),
 )
 def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -115,7 +170,12 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
     Why it matters: in a number or enum position the config no longer parses ("Expected
     integer, got: $"). Inside a string value the server accepts the literal text: that is
     reported once per model as info, since TensorRT-LLM's fill_template.py leaves the keys it
-    was not given on purpose and its backends fall back to defaults.
+    was not given on purpose and its backends fall back to defaults. Parameters read as paths
+    are the exception: the `tensorrtllm` backend with neither `gpt_model_path` nor
+    `encoder_model_path` rendered fails to load (an error), and a Python model's
+    `tokenizer_dir`, `tokenizer_path`, `engine_dir` or `gpt_model_path` (TensorRT-LLM's
+    pre/post-processing models) fails at initialize (a warning: the words are the
+    tokenizer library's).
 
     Example: `max_batch_size: ${triton_max_batch_size}` → `max_batch_size: 64`.
 
@@ -123,10 +183,15 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
     triton_max_batch_size:64`) before deploying, and check the rendered file.
     """
     problem = model.dir.config.syntax_error
+    as_paths: set[str] = set()
+    for value, hit in _path_templates(model):
+        as_paths.update(m.group() for m in _DOLLAR_TEMPLATE.finditer(value))
+        yield hit
     in_strings: list[str] = []
     for line, placeholder, quoted in templates(model):
         if quoted:
-            in_strings.append(placeholder)
+            if placeholder not in as_paths:
+                in_strings.append(placeholder)
             continue
         breaks_parse = problem is not None and problem.line == line
         yield Hit(
@@ -146,7 +211,8 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
             fix="Render the values you mean to set; TensorRT-LLM's fill_template.py leaves the "
             "keys it was not given, and its backends then use their defaults.",
             severity=Severity.INFO,
-            line=next(line for line, _, quoted in templates(model) if quoted),
+            line=next(line for line, placeholder, quoted in templates(model)
+                      if quoted and placeholder not in as_paths),
         )
 
 
