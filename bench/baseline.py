@@ -34,7 +34,8 @@ def model_config_class() -> Any:
     """tritonclient's ModelConfig: the documented import, else the generated file without grpc.
 
     ``tritonclient.grpc`` refuses to import without grpc (``tritonclient[http]`` installs lack
-    it), so like ``doctor/triton/model_config.py`` we then load ``model_config_pb2.py`` from its file.
+    it), so like ``doctor/triton/model_config.py`` we then load ``model_config_pb2.py`` from its
+    file.
     """
     try:
         from tritonclient.grpc import model_config_pb2  # type: ignore[import-not-found]
