@@ -280,6 +280,8 @@ class CheckOptions:
     gpus: int | None = None
     #: Backends installed in the target image beyond the release's own (settings).
     extra_backends: list[str] = field(default_factory=list)
+    #: Repository agents installed in the target image beyond the release's own (settings).
+    extra_repo_agents: list[str] = field(default_factory=list)
     #: Live-rule thresholds that differ from the defaults (settings ``[thresholds]``).
     thresholds: dict[str, float] = field(default_factory=dict)
 

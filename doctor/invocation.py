@@ -4,9 +4,9 @@ it is judged for, and how it reports.
 Every choice between the places a value can come from is made here, in one order: a flag, else
 the settings file, else a snapshot's saved value, else what the live server (its release) and
 NVML (its GPU) reveal, else the default. Two exceptions, both of the snapshot: its auto-complete
-setting always stays (it describes how that server ran), and thresholds or extra backends given
-by the settings file replace the saved ones as a whole. Front-ends (the commands, the TUI) take
-an Invocation; none reads a flag or a setting itself.
+setting always stays (it describes how that server ran), and thresholds, extra backends or
+repository agents given by the settings file replace the saved ones as a whole. Front-ends (the
+commands, the TUI) take an Invocation; none reads a flag or a setting itself.
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class Target:
     gpu_compute_capability: str | None = None
     disable_auto_complete_config: bool = False
     extra_backends: tuple[str, ...] = ()
+    extra_repo_agents: tuple[str, ...] = ()
     thresholds: dict[str, float] = field(default_factory=dict)
     #: GPUs the serving machine gives the server (0: CPU-only), for its instance groups.
     gpus: int | None = None
@@ -125,6 +126,7 @@ class Invocation:
                                           earlier.gpu_compute_capability),
             gpus=_first_count(target.gpus, _revealed_gpus(evidence), earlier.gpus),
             extra_backends=list(target.extra_backends),
+            extra_repo_agents=list(target.extra_repo_agents),
             thresholds=dict(target.thresholds),
         )
 
@@ -139,6 +141,7 @@ class Invocation:
                                           saved.gpu_compute_capability),
             gpus=_first_count(target.gpus, saved.gpus),
             extra_backends=list(target.extra_backends) or saved.extra_backends,
+            extra_repo_agents=list(target.extra_repo_agents) or saved.extra_repo_agents,
             thresholds=dict(target.thresholds) or saved.thresholds,
         )
         try:
@@ -225,6 +228,7 @@ def _target(args: argparse.Namespace, settings: Settings) -> Target:
         disable_auto_complete_config=bool(args.disable_auto_complete_config
                                           or settings.disable_auto_complete_config),
         extra_backends=tuple(settings.backends),
+        extra_repo_agents=tuple(settings.repo_agents),
         thresholds=dict(settings.thresholds),
         gpus=settings.gpus if args.gpus is None else args.gpus,
     )

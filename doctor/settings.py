@@ -10,6 +10,7 @@ Command-line flags win over the file. Example::
     gpu = "L4"                   # the GPU it runs on (a name, sm_89 or 8.9)
     gpus = 0                     # how many GPUs the server can use (0: a CPU-only server)
     backends = ["mybackend"]     # backends installed in the image beyond the release's own
+    repo-agents = ["decrypt"]    # repository agents installed beyond the release's own
 
     [[waive]]
     rules = ["TD217"]
@@ -48,7 +49,7 @@ MAX_SETTINGS_BYTES = 1024 * 1024
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml")
 KEYS = {
     "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
-    "triton-version", "gpu", "gpus", "backends", "thresholds",
+    "triton-version", "gpu", "gpus", "backends", "repo-agents", "thresholds",
 }
 
 
@@ -81,6 +82,7 @@ class Settings:
     gpu: str | None = None
     gpus: int | None = None
     backends: list[str] = field(default_factory=list)
+    repo_agents: list[str] = field(default_factory=list)
     #: Live-rule thresholds by name (defaults in triton_doctor.triton.server_model.THRESHOLDS).
     thresholds: dict[str, float] = field(default_factory=dict)
     waivers: list[ModelWaiver] = field(default_factory=list)
@@ -175,6 +177,7 @@ def _parse(data: dict[str, Any], source: str) -> Settings:
         gpu=_optional_string(data, "gpu", source),
         gpus=_gpus(data, source),
         backends=_strings(data, "backends", source),
+        repo_agents=_strings(data, "repo-agents", source),
         thresholds=_thresholds(data, source),
         waivers=_waivers(data, source),
         source=source,

@@ -171,11 +171,12 @@ def repo_agent_missing(model: ModelView, repository: RepositoryView) -> Iterator
     Example: `agents [ { name: "checksums" } ]` → `name: "checksum"`.
 
     Fix: correct the agent's name, or install the agent as
-    /opt/tritonserver/repoagents/<name>/libtritonrepoagent_<name>.so.
+    /opt/tritonserver/repoagents/<name>/libtritonrepoagent_<name>.so and declare it in
+    settings: `repo-agents = ["<name>"]`.
     """
     shipped = profiles.repo_agents(repository.release)
     for index, agent in enumerate(model.raw.model_repository_agents.agents):
-        if agent.name in shipped:
+        if agent.name in shipped or agent.name in model.options.extra_repo_agents:
             continue
         library = f"libtritonrepoagent_{agent.name}.so"
         yield Hit(
@@ -184,6 +185,7 @@ def repo_agent_missing(model: ModelView, repository: RepositoryView) -> Iterator
             triton_message=f"unable to find '{library}' for repo agent '{agent.name}', "
             f"searched: {profiles.REPO_AGENT_DIR}",
             fix=f"Correct the name, or install the agent as {profiles.REPO_AGENT_DIR}/"
-            f"{agent.name}/{library}.",
+            f"{agent.name}/{library} and declare it in settings: "
+            f"repo-agents = [\"{agent.name}\"].",
             field=f"model_repository_agents.agents[{index}].name",
         )

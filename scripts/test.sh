@@ -7,6 +7,6 @@ python3 -m venv .venv
 # Only the wheel's server binary and Python backend are used; its own dependencies (grpc,
 # gevent, typer, ...) are not needed, and pulling them would replace numpy 1.x.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps nvidia-pytriton==0.7.0
-.venv/bin/ruff check doctor checks rules tests scripts
+.venv/bin/ruff check doctor checks rules tests scripts bench
 .venv/bin/mypy
 exec .venv/bin/python -m pytest -q "$@"

@@ -28,8 +28,10 @@ LIVE = Evidence(server=ServerEvidence(url="http://localhost:8000", version="2.47
                 gpu=GpuEvidence(devices=[GpuDevice(index=0, compute_capability="9.0")]))
 SAVED = CheckOptions(disable_auto_complete_config=True, triton_version="23.05",
                      gpu_compute_capability="7.5", extra_backends=["saved_backend"],
+                     extra_repo_agents=["saved_agent"],
                      thresholds={"queue-ms": 1.0})
 SETTINGS = ('triton-version = "24.01"\ngpu = "A100"\nbackends = ["set_backend"]\n'
+            'repo-agents = ["set_agent"]\n'
             'model-config-name = "from_settings"\nfail-on = "warning"\nselect = ["TD2"]\n'
             'ignore = ["TD201"]\n[thresholds]\nqueue-ms = 2.0\n')
 FLAGS = ("--triton-version", "24.08", "--gpu", "sm_89", "--model-config-name", "from_flag",
@@ -86,10 +88,12 @@ def test_a_snapshot_keeps_its_target_unless_a_flag_or_setting_names_another(
     set_only = _check(tmp_path, settings=SETTINGS, target="x.json").options_for_snapshot(SAVED)
     assert (set_only.triton_version, set_only.gpu_compute_capability) == ("24.01", "8.0")
     assert set_only.extra_backends == ["set_backend"]
+    assert set_only.extra_repo_agents == ["set_agent"]
     assert set_only.thresholds == {"queue-ms": 2.0}
     kept = _check(tmp_path, target="x.json").options_for_snapshot(SAVED)
     assert (kept.triton_version, kept.gpu_compute_capability) == ("23.05", "7.5")
     assert kept.extra_backends == ["saved_backend"] and kept.thresholds == {"queue-ms": 1.0}
+    assert kept.extra_repo_agents == ["saved_agent"]
 
 
 def test_a_snapshots_target_beats_the_server_it_recorded(tmp_path: Path) -> None:
@@ -117,12 +121,13 @@ def test_auto_complete_flag_or_setting_but_a_snapshot_keeps_how_its_server_ran(
     assert replay.options_for_snapshot(SAVED).disable_auto_complete_config
 
 
-def test_thresholds_and_backends_come_from_settings(tmp_path: Path) -> None:
+def test_thresholds_backends_and_agents_come_from_settings(tmp_path: Path) -> None:
     options = _check(tmp_path, settings=SETTINGS).options_for(LIVE)
     assert options.thresholds == {"queue-ms": 2.0}
     assert options.extra_backends == ["set_backend"]
+    assert options.extra_repo_agents == ["set_agent"]
     bare = _check(tmp_path).options_for(LIVE)
-    assert (bare.thresholds, bare.extra_backends) == ({}, [])
+    assert (bare.thresholds, bare.extra_backends, bare.extra_repo_agents) == ({}, [], [])
 
 
 def test_fail_on_flag_then_settings_then_error(tmp_path: Path) -> None:

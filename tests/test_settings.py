@@ -79,3 +79,17 @@ def test_gpus_names_the_machine_and_must_be_a_count(tmp_path: Path) -> None:
         proc = run_cli("check", str(repo))
         assert proc.returncode == 2, (text, proc.stdout, proc.stderr)
         assert "gpus must be a whole number" in proc.stderr
+
+
+def test_agents_and_backends_installed_in_the_image_are_declared(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    repo = tmp_path / "model_repository"
+    agents = 'model_repository_agents { agents [ { name: "decrypt" } ] }\n'
+    write_model(repo, "ranker", GOOD_CONFIG + agents)
+    write_model(repo, "scorer", GOOD_CONFIG.replace('backend: "python"', 'backend: "mine"'))
+    before = {f["rule"] for f in check_json(repo)["findings"]}
+    assert {"TD504", "TD507"} <= before
+    (tmp_path / ".triton-doctor.toml").write_text('repo-agents = ["decrypt"]\n'
+                                                  'backends = ["mine"]\n')
+    after = {f["rule"] for f in check_json(repo)["findings"]}
+    assert not {"TD504", "TD507"} & after
