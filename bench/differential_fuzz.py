@@ -11,6 +11,7 @@ Needs the real server (the nvidia-pytriton wheel, as the tests do).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -39,6 +40,8 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--keep", type=Path, help="keep the generated repositories here")
     args = parser.parse_args()
+    # Stopped by a signal, still stop the server and its stubs (they run in their own session).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     tree = locate_server_tree()
     if tree is None:
         print("no tritonserver: pip install --no-deps nvidia-pytriton==0.7.0", file=sys.stderr)

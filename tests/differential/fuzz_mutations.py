@@ -297,6 +297,7 @@ def parameters(rng: random.Random, spec: RepositorySpec) -> str:
             ("mode", "fast"),
             ("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env.tar.gz"),
             ("FORCE_CPU_ONLY_INPUT_TENSORS", "no"),
+            ("tokenizer_dir", "${TOKENIZER_DIR}"),
         )
     )
     config.setdefault("parameters", Map())[key] = {"string_value": value}
@@ -427,21 +428,35 @@ def model_py(rng: random.Random, spec: RepositorySpec) -> str:
     choice = rng.choice(
         (
             "class_renamed",
+            "class_alias",
+            "empty",
             "syntax",
             "param_missing",
+            "param_raise",
             "param_present",
             "output_missing",
             "output_present",
             "auto_complete_contradicts",
             "auto_complete_agrees",
+            "auto_complete_batch",
         )
     )
     text = model.model_py
     read = INITIALIZE + '        model_config = json.loads(args["model_config"])\n'
-    if choice == "class_renamed":
+    if choice.startswith("class"):
         text = text.replace("class TritonPythonModel:", "class Model:")
+        if choice == "class_alias":
+            text += "\n\nTritonPythonModel = Model\n"
+    elif choice == "empty":
+        text = ""
     elif choice == "syntax":
         text = text.replace("def execute(self, requests):", "def execute(self, requests)")
+    elif choice == "param_raise":
+        check = (
+            '        if "MODE" not in model_config.get("parameters", {}):\n'
+            '            raise pb_utils.TritonModelException("the parameter MODE is required")\n'
+        )
+        text = text.replace(INITIALIZE, read + check)
     elif choice.startswith("param"):
         lookup = '        self.key = model_config["parameters"]["MODE"]["string_value"]\n'
         text = text.replace(INITIALIZE, read + lookup)
@@ -454,6 +469,12 @@ def model_py(rng: random.Random, spec: RepositorySpec) -> str:
             '["data_type"]\n'
         )
         text = text.replace(INITIALIZE, read + lookup)
+    elif choice == "auto_complete_batch":
+        text += (
+            "\n    @staticmethod\n    def auto_complete_config(auto_complete_model_config):\n"
+            f"        auto_complete_model_config.set_max_batch_size({rng.choice((2, 8, 16))})\n"
+            "        return auto_complete_model_config\n"
+        )
     else:
         dims = "[4]" if choice == "auto_complete_agrees" else "[8]"
         text += (
@@ -559,6 +580,7 @@ def typo(rng: random.Random, text: str) -> tuple[str, str]:
             ("instance_groups", "instance_group"),
             ("datatype:", "data_type:"),
             ("inputs [", "input ["),
+            ("max_batch_size: 8.0", "max_batch_size: 8"),
         )
     )
     return text.replace(right, wrong, 1), f"field typo {wrong!r}"

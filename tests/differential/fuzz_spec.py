@@ -140,10 +140,8 @@ class ModelSpec:
     """Other files, relative to the model directory (a path ending in '/' is a directory)."""
     config_text: str | None = None
     """Set by a text mutation: written instead of rendering ``config``."""
-
-    @property
-    def is_ensemble(self) -> bool:
-        return self.config is not None and self.config.get("platform") == "ensemble"
+    is_ensemble: bool = False
+    """Generated as an ensemble (a mutation of its platform does not change this)."""
 
 
 @dataclass
@@ -211,7 +209,7 @@ def base_repository(rng: random.Random, prefix: str) -> RepositorySpec:
     models = [ModelSpec(step, python_config(step)) for step in steps]
     ensemble = f"{prefix}_e"
     models.append(
-        ModelSpec(ensemble, ensemble_config(ensemble, steps), model_py="", versions=["1"])
+        ModelSpec(ensemble, ensemble_config(ensemble, steps), model_py="", is_ensemble=True)
     )
     return RepositorySpec(prefix, models)
 
