@@ -137,9 +137,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     config.add_argument("model_dir", help="path to one model directory of a repository")
     config.add_argument(
-        "--gpus", type=count(0, MAX_GPUS), default=1, metavar="N",
+        "--gpus", type=count(0, MAX_GPUS), metavar="N",
         help=f"how many GPUs the serving machine has, for instance groups, 0 to {MAX_GPUS} "
-        "(default 1; 0 for CPU-only)",
+        "(0: CPU-only); default: groups shown as on one GPU, and what a GPU count decides "
+        "not judged",
     )
     config.add_argument(
         "--disable-auto-complete-config", action="store_true",
@@ -173,7 +174,8 @@ def _add_gpus_option(parser: argparse.ArgumentParser) -> None:
         "--gpus", type=count(0, MAX_GPUS), metavar="N",
         help=f"how many GPUs the server can use, 0 to {MAX_GPUS} (0: a CPU-only server), to "
         "judge instance groups (KIND_GPU, gpus: [ ... ]) as that machine would; default: "
-        "what NVML counts when the server runs here, else unknown and not judged. Not --gpu, "
+        "the GPUs the --url server's metrics report, or NVML counts where it runs here, else "
+        "unknown and not judged. Not --gpu, "
         "which names the GPU model for TensorRT plans",
     )
 

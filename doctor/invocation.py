@@ -300,9 +300,16 @@ def _revealed_gpu(evidence: Evidence) -> str | None:
 
 
 def _revealed_gpus(evidence: Evidence) -> int | None:
-    """How many GPUs NVML lists, where they are the server's: NVML answered (no NVML here is
-    not no GPU there) and the server runs on this machine (its host part was read, or its
-    container found; a remote server's GPUs are not this machine's). None otherwise."""
+    """How many GPUs the server uses: those its own metrics report (``nv_gpu_*`` series, one
+    ``gpu_uuid`` each), else those NVML lists when the server runs on this machine (its host part
+    was read, or its container found; a remote server's GPUs are not this machine's). Never 0:
+    no GPU series (GPU metrics off) and an empty NVML list (a sidecar given no GPUs) do not show
+    a CPU-only server. None when nothing tells."""
+    scrapes = evidence.metrics.scrapes if evidence.metrics is not None else []
+    reported = {sample.labels["gpu_uuid"] for sample in (scrapes[-1].samples if scrapes else [])
+                if sample.name.startswith("nv_gpu_") and "gpu_uuid" in sample.labels}
+    if reported:
+        return len(reported)
     if evidence.gpu is None or (evidence.host is None and evidence.container is None):
         return None
-    return len(evidence.gpu.devices)
+    return len(evidence.gpu.devices) or None

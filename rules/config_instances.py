@@ -9,12 +9,12 @@ from typing import Any
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import enum_name
+from triton_doctor.triton import profiles
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: No single machine sold today exposes more GPUs than this to one process; an id at or
 #: above it cannot be valid anywhere.
 MAX_GPUS_PER_NODE = 16
-MIN_COMPUTE_CAPABILITY = "6.000000"
 
 
 def groups(config: Any) -> Iterator[tuple[int, str, Any]]:
@@ -80,15 +80,26 @@ def instance_group_gpus(model: ModelView, repository: RepositoryView) -> Iterato
         if bad is not None:
             yield Hit(
                 message=f"instance group {name} names GPU {bad}, " + _missing_gpu(bad, gpus),
-                triton_message=f"instance group {name} of model {config.name} specifies "
-                f"invalid or unsupported gpu id {bad}. GPUs with at least the minimum "
-                f"required CUDA compute compatibility of {MIN_COMPUTE_CAPABILITY} are:"
-                + ("" if gpus is None else " " + ", ".join(map(str, range(gpus)))),
+                triton_message=_invalid_gpu_words(name, config.name, bad, gpus,
+                                                  profiles.min_compute_capability(
+                                                      repository.release)),
                 fix="List GPU ids as the server's container sees them, 0..N-1"
                 + ("" if gpus is None else f" (here {_ids(gpus)})") + ".",
                 field=where,
                 evidence={"gpu_id": bad},
             )
+
+
+def _invalid_gpu_words(group: str, model: str, gpu: int, gpus: int | None,
+                       minimum: str | None) -> str:
+    """The server's refusal, as far as it is known: the list of GPUs it ends with needs the
+    machine, the compute capability it names needs the release."""
+    words = (f"instance group {group} of model {model} specifies invalid or unsupported gpu id "
+             f"{gpu}. GPUs with at least the minimum required CUDA compute compatibility of ")
+    if minimum is None:
+        return words.rstrip()
+    return words + f"{minimum} are:" + ("" if gpus is None else " " + ", ".join(
+        map(str, range(gpus))))
 
 
 def _may_exist(gpu: int) -> bool:

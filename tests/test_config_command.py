@@ -73,3 +73,17 @@ def test_a_refused_model_exits_1_with_the_servers_words(tmp_path: Path) -> None:
 def test_not_a_directory_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli("config", str(tmp_path / "missing"))
     assert proc.returncode == 2 and "not a model directory" in proc.stderr
+
+
+def test_gpu_ids_are_judged_only_for_a_machine_named(tmp_path: Path) -> None:
+    """Shown as on one GPU by default, but `gpus: [0, 1]` is refused only by a machine
+    known to have fewer GPUs."""
+    config = ('backend: "python"\nmax_batch_size: 16\n'
+              'instance_group [ { kind: KIND_GPU gpus: [ 0, 1 ] } ]\n')
+    model = write_model(tmp_path, "ranker", config, {"1/model.py": AUTO_COMPLETING})
+    unnamed = run_cli("config", str(model))
+    assert unnamed.returncode == 0, unnamed.stderr
+    assert list(_parse(unnamed.stdout).instance_group[0].gpus) == [0, 1]
+    one = run_cli("config", str(model), "--gpus", "1")
+    assert one.returncode == 1
+    assert "specifies invalid or unsupported gpu id 1" in one.stderr

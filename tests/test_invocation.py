@@ -15,6 +15,9 @@ from triton_doctor.evidence import (
     GpuDevice,
     GpuEvidence,
     HostEvidence,
+    MetricSample,
+    MetricsEvidence,
+    MetricsScrape,
     ServerEvidence,
 )
 from triton_doctor.findings import Severity
@@ -246,6 +249,22 @@ def test_gpu_count_flag_then_settings_then_local_nvml_then_earlier_poll_then_unk
     assert bare.options_for(no_nvml).gpus is None
     assert bare.options_for(no_nvml, CheckOptions(gpus=8)).gpus == 8
     assert bare.options_for(Evidence()).gpus is None
+    none_here = Evidence(server=LIVE.server, host=HostEvidence(), gpu=GpuEvidence(devices=[]))
+    assert bare.options_for(none_here).gpus is None  # a sidecar given no GPUs
+
+
+def test_the_servers_own_gpu_series_count_its_gpus(tmp_path: Path) -> None:
+    """nv_gpu_* series name the GPUs the server uses, wherever it runs; none is not zero."""
+    def scraped(*uuids: str) -> Evidence:
+        samples = [MetricSample(name, {"gpu_uuid": uuid}, 1.0) for uuid in uuids
+                   for name in ("nv_gpu_utilization", "nv_gpu_memory_total_bytes")]
+        samples.append(MetricSample("nv_inference_count", {"model": "m", "version": "1"}, 3.0))
+        return Evidence(server=LIVE.server, metrics=MetricsEvidence(
+            url="http://localhost:8002/metrics", scrapes=[MetricsScrape(at=0.0, samples=samples)]))
+    bare = _check(tmp_path)
+    assert bare.options_for(scraped("GPU-a", "GPU-b", "GPU-c")).gpus == 3
+    assert bare.options_for(scraped()).gpus is None
+    assert _check(tmp_path, "--gpus", "1").options_for(scraped("GPU-a", "GPU-b")).gpus == 1
 
 
 def test_a_snapshot_keeps_its_gpu_count_unless_a_flag_or_setting_names_another(

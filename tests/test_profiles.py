@@ -164,3 +164,10 @@ def test_td501_mismatches(tmp_path: Path, plan: tuple[int, ...], release: str, s
 ])
 def test_td501_matches(tmp_path: Path, plan: tuple[int, ...], release: str) -> None:
     assert _td501(tmp_path, plan, release) == []
+
+
+def test_the_oldest_gpu_a_release_uses_as_its_messages_print_it() -> None:
+    minimum = {c: profiles.min_compute_capability(profiles.find_release(c))
+               for c in ("22.12", "24.10", "24.12", "25.03", "26.09")}
+    assert minimum == {"22.12": "6.000000", "24.10": "6.000000", "24.12": None,
+                       "25.03": "7.500000", "26.09": "7.500000"}

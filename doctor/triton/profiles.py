@@ -195,6 +195,17 @@ def repo_agents(release: Release) -> frozenset[str]:
     return REPO_AGENTS if release.container >= REPO_AGENTS_FROM else frozenset()
 
 
+def min_compute_capability(release: Release) -> str | None:
+    """The oldest GPU the release's server uses, as its messages print it ("6.000000"): 6.0
+    through 24.10, 7.5 from 25.03; None between, where no release note says (sources in
+    docs/profiles-sources.md)."""
+    if release.container <= "24.10":
+        return "6.000000"
+    if release.container >= "25.03":
+        return "7.500000"
+    return None
+
+
 def onnxruntime_limits(release: Release) -> tuple[int, int] | None:
     """(newest IR version, newest opset) the release's ONNX Runtime loads, when known."""
     minor = ".".join(release.onnxruntime.split(".")[:2])

@@ -29,6 +29,7 @@ from tests.differential.cases import Case
 from tests.server_harness import LoadResult, TritonServer
 
 __all__ = [
+    "SERVER_TARGET",
     "DoctorRun",
     "ExplicitModeResult",
     "InferAnswer",
@@ -187,6 +188,11 @@ class DoctorRun:
 
     def for_model(self, *models: str | None) -> list[dict[str, Any]]:
         return [f for f in self.findings() if f.get("model") in models]
+
+
+#: The server the oracle runs, as triton-doctor's target: release 24.10 (Triton 2.51.0), with no
+#: GPUs. Judged for it, triton-doctor must say what that server says.
+SERVER_TARGET = ("--triton-version", "2.51.0", "--gpus", "0")
 
 
 class PendingDoctor:

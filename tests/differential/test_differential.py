@@ -20,7 +20,8 @@ entry must go once triton-doctor agrees.
 The server keeps its default auto-complete (as users run it), so triton-doctor runs without
 ``--disable-auto-complete-config``. With auto-complete off the server reports the same texts,
 but the input/output checks move from load time to poll time (see the notes in the report).
-The server has no GPUs, so triton-doctor judges for that machine: ``--gpus 0``.
+triton-doctor judges for the server it is compared with (``SERVER_TARGET``): release 24.10,
+no GPUs.
 
 The hidden-directory case needs the default model-control mode, where the whole server exits;
 it gets its own short server run, started alongside the main one.
@@ -54,6 +55,7 @@ from .cases import (
     InferenceProbe,
 )
 from .oracle import (
+    SERVER_TARGET,
     DoctorRun,
     ExplicitModeResult,
     InferAnswer,
@@ -140,9 +142,8 @@ def oracle(
     hidden_repository = write_repository(
         tmp_path_factory.mktemp("hidden") / "repository", [HIDDEN_DIRECTORY]
     )
-    # The server has no GPUs: the doctor judges for that machine.
-    doctor = PendingDoctor(repository, "--gpus", "0")
-    hidden_doctor = PendingDoctor(hidden_repository, "--gpus", "0")
+    doctor = PendingDoctor(repository, *SERVER_TARGET)
+    hidden_doctor = PendingDoctor(hidden_repository, *SERVER_TARGET)
     hidden = triton_server(hidden_repository, wait_for=None)
     try:
         server = triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
@@ -266,7 +267,7 @@ def test_hidden_directory_fails_the_whole_repository(oracle: Oracle) -> None:
 def crash_doctor(tmp_path_factory: pytest.TempPathFactory) -> DoctorRun:
     """triton-doctor alone over the cases that can crash 2.51 (the server is not started)."""
     repository = write_repository(tmp_path_factory.mktemp("crashes") / "repository", CRASHES_SERVER)
-    return PendingDoctor(repository).result()
+    return PendingDoctor(repository, *SERVER_TARGET).result()
 
 
 @pytest.mark.parametrize("case", CRASHES_SERVER, ids=lambda case: case.name)
