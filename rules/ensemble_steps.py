@@ -35,18 +35,30 @@ class _Node:
     model: str
     data_type: int
     dims: tuple[int, ...]
-    batching: bool
+    #: Whether the model batches; None when its backend's auto-complete decides from what was
+    #: not read (ModelView.batches).
+    batching: bool | None
+
+    def full_dims(self, batching: bool) -> tuple[int, ...]:
+        """The shape with the batch dimension (-1) in front, for a model that batches."""
+        return (-1, *self.dims) if batching else self.dims
 
     @property
-    def full_dims(self) -> tuple[int, ...]:
-        """The shape with the batch dimension (-1) in front, for a model that batches."""
-        return (-1, *self.dims) if self.batching else self.dims
+    def ways(self) -> tuple[bool, ...]:
+        return (True, False) if self.batching is None else (self.batching,)
+
+    @property
+    def shape_text(self) -> str:
+        """The shape as the server prints it (both ways when the batching is unknown)."""
+        return " or ".join(dims_text(self.full_dims(way)) for way in self.ways)
 
     def fits(self, other: _Node) -> bool:
         """Core's shape check: the shapes match (-1 matching any size), or do with the batch
-        dimension, so that a non-batching model may take [-1, 4] from a batching one's [4]."""
-        return _wildcard_equal(self.dims, other.dims) or _wildcard_equal(
-            self.full_dims, other.full_dims
+        dimension, so that a non-batching model may take [-1, 4] from a batching one's [4];
+        a model whose batching is unknown fits if it does either way."""
+        return _wildcard_equal(self.dims, other.dims) or any(
+            _wildcard_equal(self.full_dims(mine), other.full_dims(theirs))
+            for mine in self.ways for theirs in other.ways
         )
 
 
@@ -78,7 +90,7 @@ def _step_model(target: ModelView, known: dict[str, _StepModel]) -> _StepModel:
         config = target.effective
         inputs = {t.name: t for t in config.input}
         outputs = {t.name for t in config.output}
-        batching = config.max_batch_size > 0
+        batching = target.batches
 
         def node(tensor: Any) -> _Node:
             return _Node(config.name, tensor.data_type, tuple(tensor.dims), batching)
@@ -188,7 +200,8 @@ def _step_hits(model: ModelView, index: int, step, target: ModelView,  # type: i
     where = f"ensemble_scheduling.step[{index}]"
     inputs, outputs = tensors.inputs, tensors.outputs
     texts: list[tuple[str, str]] = []
-    if config.max_batch_size != 0 and config.max_batch_size < ensemble.max_batch_size:
+    if (target.max_batch_size_known and config.max_batch_size != 0
+            and config.max_batch_size < ensemble.max_batch_size):
         texts.append(
             (
                 f"ensemble {name} allows maximum batch size {ensemble.max_batch_size}, but "
@@ -469,7 +482,9 @@ def ensemble_shape_mismatch(repository: RepositoryView) -> Iterator[Hit]:
     is mapped to, as the server compares them: the batch dimension (-1) in front for a model
     whose max_batch_size is above 0, -1 matching any size, and the shapes equal either without
     or with the batch dimension. Step models are taken as the server runs them, auto-complete
-    included (those that declare their tensors only).
+    included (those that declare their tensors only); a step whose batching auto-complete
+    decides from what is not read (a TensorRT engine, a computed or conditional
+    `set_max_batch_size` in model.py) must fit neither way to be flagged.
 
     Why it matters: the server refuses the ensemble ("inconsistent shape").
 
@@ -489,12 +504,13 @@ def ensemble_shape_mismatch(repository: RepositoryView) -> Iterator[Hit]:
             first, later = conflict.first, conflict.later
             text = (
                 f"in ensemble {ensemble.name}, ensemble tensor {conflict.tensor}: inconsistent "
-                f"shape: {dims_text(first.full_dims)} is inferred from model {first.model} "
-                f"while {dims_text(later.full_dims)} is inferred from model {later.model}"
+                f"shape: {first.shape_text} is inferred from model {first.model} "
+                f"while {later.shape_text} is inferred from model {later.model}"
             )
+            certain = None not in (first.batching, later.batching)
             yield Hit(
                 message=text,
-                triton_message=text,
+                triton_message=text if certain else None,
                 fix=f"Give '{conflict.tensor}' one shape in {first.model} and {later.model} "
                 "(-1 for a dimension that varies; a model with max_batch_size above 0 adds "
                 "the batch dimension itself).",

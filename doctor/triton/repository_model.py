@@ -24,7 +24,11 @@ from triton_doctor.evidence import (
     Subdir,
 )
 from triton_doctor.triton import model_config, normalize, profiles
-from triton_doctor.triton.autocomplete import Completion, complete_backend
+from triton_doctor.triton.autocomplete import (
+    Completion,
+    complete_backend,
+    max_batch_size_followed,
+)
 from triton_doctor.triton.config_locations import field_lines, locate
 
 #: Subdirectories of a model directory that the server never treats as versions.
@@ -125,6 +129,24 @@ class ModelView:
         if completion is None or completion.error is not None:
             return self.core
         return completion.config
+
+    @property
+    def max_batch_size_known(self) -> bool:
+        """Whether the effective max_batch_size is the one the server runs: the backend's
+        auto-complete does not run, or was followed from what was read."""
+        completion = self.backend_completion
+        if completion is None or completion.error is not None:
+            return True
+        return max_batch_size_followed(self.core, self.model_file(), self.python_source())
+
+    @property
+    def batches(self) -> bool | None:
+        """Whether the server runs the model with a batch dimension (max_batch_size above 0);
+        None when the backend's auto-complete decides it from what was not read. A backend
+        fills in only a max_batch_size of 0: one above 0 stays (or the model is refused)."""
+        if self.max_batch_size_known:
+            return self.effective.max_batch_size > 0
+        return True if self.core.max_batch_size > 0 else None
 
     @cached_property
     def on_target(self) -> Any | None:

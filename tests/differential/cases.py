@@ -1878,7 +1878,36 @@ ENSEMBLE_TENSORS_GOOD: list[Case] = [
         ("good_ensemble_decoupled_step", "good_plain"),
         models=one_tensor_step("good_ensemble_decoupled_step", "[ 4 ]", extra=DECOUPLED),
     ),
+    ensemble_tensors_case(
+        "good_ensemble_batching_computed",
+        "", "",
+        ("good_ensemble_batching_computed_step", "good_ensemble_batching_computed_step"),
+        UNBATCHED,
+        (ENSEMBLE_IN, 'name: "IN" data_type: TYPE_FP32 dims: [ -1, 4 ] }'),
+        (ENSEMBLE_OUT, 'name: "OUT" data_type: TYPE_FP32 dims: [ -1, 4 ] }'),
+        models=auto_complete_model(
+            "good_ensemble_batching_computed_step",
+            'config.set_max_batch_size(int("8"))\nreturn config',
+            one_tensor_step("good_ensemble_batching_computed_step", "[ 4 ]", max_batch_size="0")[
+                "good_ensemble_batching_computed_step/config.pbtxt"],
+        ),
+    ),
+    ensemble_tensors_case(
+        "good_ensemble_batching_conditional",
+        "", "",
+        ("good_ensemble_batching_conditional_step", "good_ensemble_batching_conditional_step"),
+        models=auto_complete_model(
+            "good_ensemble_batching_conditional_step",
+            'if len("x") == 2:\n    config.set_max_batch_size(8)\n    config.set_dynamic_batching()'
+            "\nreturn config",
+            one_tensor_step("good_ensemble_batching_conditional_step", "[ -1, 4 ]",
+                            max_batch_size="0")[
+                "good_ensemble_batching_conditional_step/config.pbtxt"],
+        ),
+    ),
 ]
 """Loaded READY: a batching ensemble over non-batching steps of [8, 4] and a non-batching one
 of [3, 4] over batching steps of [4] (shapes also match with the batch dimension in front, -1
-matching 8 or 3), a reshaped input, a -1 dimension, a chain through a decoupled step."""
+matching 8 or 3), a reshaped input, a -1 dimension, a chain through a decoupled step, and
+steps whose batching model.py decides at load: a computed set_max_batch_size (8: [-1, 4] fits
+[4]) and one in a branch not taken ([-1, 4] unbatched fits the ensemble's batched [4])."""
