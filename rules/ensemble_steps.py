@@ -609,7 +609,8 @@ class _DecoupledFlow:
         while queue:
             for user in readers.get(queue.popleft(), ()):
                 pending[user] -= 1
-                if pending[user]:
+                if pending[user] or not (user == sink or self.writes[user]):
+                    # Core checks the tensors a step writes: one that writes none is not met.
                     continue
                 if len({label[t] for t in sources[user]}) > 1:
                     if user == sink:

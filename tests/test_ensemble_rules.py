@@ -1,0 +1,65 @@
+"""Ensemble rules (TD41x) on repositories the fixtures cannot hold: ones the server refuses for
+another reason first, where the rule must neither crash nor add its own words."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from triton_doctor.catalogue import select_rules
+from triton_doctor.checks.repository import collect_repository
+from triton_doctor.engine import run
+from triton_doctor.evidence import CheckOptions, Evidence
+from triton_doctor.findings import Finding
+
+STEP = """\
+name: "{name}"
+backend: "python"
+{extra}
+input [
+  {{ name: "IN" data_type: TYPE_FP32 dims: [ 4 ] }},
+  {{ name: "OTHER" data_type: TYPE_FP32 dims: [ 4 ] optional: true }}
+]
+output [ {{ name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] }} ]
+"""
+PYTHON_MODEL = "class TritonPythonModel:\n    def execute(self, requests):\n        return []\n"
+
+
+def _step(repo: Path, name: str, extra: str = "", versions: tuple[str, ...] = ("1",)) -> None:
+    (repo / name).mkdir(parents=True)
+    (repo / name / "config.pbtxt").write_text(STEP.format(name=name, extra=extra))
+    for version in versions:
+        (repo / name / version).mkdir()
+        (repo / name / version / "model.py").write_text(PYTHON_MODEL)
+
+
+def _ensemble(repo: Path, steps: str) -> None:
+    (repo / "ens" / "1").mkdir(parents=True)
+    (repo / "ens" / "config.pbtxt").write_text(
+        'name: "ens"\nplatform: "ensemble"\n'
+        'input [ { name: "X" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        'output [ { name: "Y" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        f"ensemble_scheduling {{ step [ {steps} ] }}\n"
+    )
+
+
+def _findings(repo: Path) -> list[Finding]:
+    evidence = Evidence(repository=collect_repository(repo), options=CheckOptions())
+    result = run(evidence, select_rules([], []))
+    assert not [s for s in result.skipped if s.internal], result.skipped
+    return result.findings
+
+
+def test_td417_passes_over_a_step_without_outputs(tmp_path: Path) -> None:
+    """A step that writes nothing is no node of core's graph, so the decoupled walk never
+    meets it: the server names the missing output_map (TD401), and TD417 must not crash."""
+    _step(tmp_path, "gen", "model_transaction_policy { decoupled: true }")
+    _step(tmp_path, "sink")
+    _ensemble(tmp_path, (
+        '{ model_name: "gen" model_version: -1 input_map { key: "IN" value: "X" } '
+        'output_map { key: "OUT" value: "Y" } }, '
+        '{ model_name: "sink" model_version: -1 input_map { key: "IN" value: "X" } '
+        'input_map { key: "OTHER" value: "Y" } }'
+    ))
+    rules = {f.rule for f in _findings(tmp_path)}
+    assert "TD401" in rules
+    assert "TD417" not in rules
