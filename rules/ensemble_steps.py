@@ -294,10 +294,13 @@ def ensemble_version_missing(repository: RepositoryView) -> Iterator[Hit]:
     for model in ensembles(repository):
         for index, step in enumerate(model.effective.ensemble_scheduling.step):
             target = repository.by_name.get(step.model_name)
-            if target is None or target.state == "broken" or step.model_version < 0:
+            if (target is None or target.state == "broken" or step.model_version < 0
+                    or not target.loaded_versions):
+                # A model with no version to load fails itself, and the server says the
+                # ensemble depends on a model "which is not valid" (TD104 explains it).
                 continue
             if step.model_version not in target.loaded_versions:
-                loaded = ", ".join(map(str, target.loaded_versions)) or "none"
+                loaded = ", ".join(map(str, target.loaded_versions))
                 yield Hit(
                     message=f"step {index} pins {step.model_name} version {step.model_version}; "
                     f"the versions it loads: {loaded}",

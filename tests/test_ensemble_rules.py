@@ -63,3 +63,16 @@ def test_td417_passes_over_a_step_without_outputs(tmp_path: Path) -> None:
     rules = {f.rule for f in _findings(tmp_path)}
     assert "TD401" in rules
     assert "TD417" not in rules
+
+
+def test_td413_leaves_a_step_model_without_versions_to_td104(tmp_path: Path) -> None:
+    """With no version to load, the step model itself fails: the server says the ensemble
+    depends on a model "which is not valid", not that a required version is not loaded."""
+    _step(tmp_path, "pre", versions=())
+    _ensemble(tmp_path, (
+        '{ model_name: "pre" model_version: 2 input_map { key: "IN" value: "X" } '
+        'output_map { key: "OUT" value: "Y" } }'
+    ))
+    rules = {f.rule for f in _findings(tmp_path)}
+    assert "TD104" in rules
+    assert "TD413" not in rules
