@@ -14,11 +14,11 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
-from triton_doctor.rules._common import is_ensemble
+from triton_doctor.rules._common import is_ensemble, names_text
 from triton_doctor.rules.compatibility import OPTIONAL_BACKENDS
 from triton_doctor.rules.layout import is_stray
 from triton_doctor.triton import profiles
-from triton_doctor.triton.repository_model import ModelView, RepositoryView, version_dir_name
+from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: What ``runtime: "model.py"`` means: a backend written in Python, run by the Python backend.
 PYTHON_RUNTIME = "model.py"
@@ -26,7 +26,6 @@ PYTHON_RUNTIME = "model.py"
 PYTHON_BACKEND_FILES = frozenset({
     "libtriton_python.so", "triton_python_backend_stub", "triton_python_backend_utils.py",
 })
-BACKENDS_DIR = "/opt/tritonserver/backends"
 
 
 def _backend_dir(model: ModelView, repository: RepositoryView) -> frozenset[str] | None:
@@ -46,10 +45,10 @@ def _absent_backend(model: ModelView, repository: RepositoryView) -> str:
     """Why the backend's directory cannot hold the library, in words."""
     backend = model.effective.backend
     if backend == "python":
-        return (f"{BACKENDS_DIR}/python/ holds only "
+        return (f"{profiles.BACKENDS_DIR}/python/ holds only "
                 + ", ".join(sorted(PYTHON_BACKEND_FILES)))
     return (f"backend '{backend}' is not in {repository.release.label}, so it has no "
-            f"{BACKENDS_DIR}/{backend}/")
+            f"{profiles.BACKENDS_DIR}/{backend}/")
 
 
 def _judged(model: ModelView) -> bool:
@@ -93,20 +92,23 @@ def runtime_not_found(model: ModelView, repository: RepositoryView) -> Iterator[
         return
     why = ("it leads out of the backend's directory" if escapes
            else _absent_backend(model, repository))
-    name = model.effective.name
-    for number in model.loaded_versions:
-        directory = version_dir_name(number)
-        if posixpath.normpath(posixpath.join(directory, relative)) in tree:
-            continue
-        yield Hit(
-            message=f"runtime '{runtime}' is in neither {directory}/ nor the model directory, "
-            f"and {why}",
-            triton_message=f"unable to find backend library '{runtime}' for model '{name}', "
-            f"searched: '{model.dir.path}/{directory}' '{model.dir.path}'",
-            fix=_runtime_fix(model.effective.backend),
-            field="runtime",
-            version=str(number),
-        )
+    # Core joins the version as a signed number: <model>/-1, not the backends' unsigned name.
+    missing = [str(number) for number in model.loaded_versions
+               if posixpath.normpath(posixpath.join(str(number), relative)) not in tree]
+    if not missing:
+        return
+    # Each version fails alike: one finding for the model, in the words of its first version.
+    config, path = model.effective, model.dir.path
+    searched = [f"{path}/{missing[0]}", path, f"{profiles.BACKENDS_DIR}/{config.backend}"]
+    yield Hit(
+        message=f"runtime '{runtime}' is in neither the version directory "
+        f"({names_text([f'{v}/' for v in missing])}) nor the model directory, and {why}",
+        triton_message=f"unable to find backend library '{runtime}' for model '{config.name}', "
+        "searched: " + "".join(f"'{place}' " for place in searched),
+        fix=_runtime_fix(config.backend),
+        field="runtime",
+        version=missing[0],
+    )
 
 
 def _runtime_fix(backend: str) -> str:
@@ -145,14 +147,15 @@ def python_runtime_missing(model: ModelView, repository: RepositoryView) -> Iter
     backend = model.effective.backend
     python = backend == "python"
     yield Hit(
-        message=f"runtime 'model.py' asks for {BACKENDS_DIR}/{backend}/model.py, and "
-        + (f"{BACKENDS_DIR}/python/ has none: the model's own model.py needs no runtime"
+        message=f"runtime 'model.py' asks for {profiles.BACKENDS_DIR}/{backend}/model.py, and "
+        + (f"{profiles.BACKENDS_DIR}/python/ has none: the model's own model.py needs no runtime"
            if python else _absent_backend(model, repository)),
         triton_message="unable to find Python backend based backend library 'model.py' for "
-        f"model '{model.effective.name}'",
+        f"model '{model.effective.name}', searched: '{profiles.BACKENDS_DIR}/{backend}/model.py'",
         fix="Delete the runtime line: the Python backend loads <version>/model.py by itself."
-        if python else f"Install the backend as {BACKENDS_DIR}/{backend}/model.py and declare "
-        "it in settings (backends = [...]), or use backend: \"python\" without a runtime.",
+        if python else f"Install the backend as {profiles.BACKENDS_DIR}/{backend}/model.py and "
+        "declare it in settings (backends = [...]), or use backend: \"python\" without a "
+        "runtime.",
         field="runtime",
     )
 

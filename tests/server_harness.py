@@ -42,6 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from triton_doctor.triton.profiles import BACKENDS_DIR
+
 __all__ = [
     "LoadResult",
     "ServerExitedError",
@@ -345,8 +347,11 @@ class TritonServer:
         return "\n".join(self.log().splitlines()[-lines:])
 
     def to_source_paths(self, text: str) -> str:
-        """Replace the served copy's path with the original repository's in ``text``.
+        """Replace the served copy's path with the original repository's in ``text``, and
+        this install's backend directory with the image's.
 
-        Server messages quote file paths; the linter sees the original repository.
+        Server messages quote file paths; the linter sees the original repository, and quotes
+        the backend directory of the image it judges for (the default --backend-directory).
         """
-        return text.replace(str(self.served_repository), str(self.repository))
+        text = text.replace(str(self.served_repository), str(self.repository))
+        return text.replace(str(self.install.backend_directory), BACKENDS_DIR)

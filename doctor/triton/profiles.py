@@ -139,6 +139,9 @@ REPO_AGENTS = frozenset({"checksum"})
 REPO_AGENTS_FROM = "21.03"
 #: Where the server looks for an agent, ``<dir>/<name>/libtritonrepoagent_<name>.so``.
 REPO_AGENT_DIR = "/opt/tritonserver/repoagents"
+#: The image's backend directory (the default --backend-directory): a backend's libraries in
+#: ``<dir>/<backend>/``, searched last for a model's ``runtime``.
+BACKENDS_DIR = "/opt/tritonserver/backends"
 
 
 #: From this TensorRT on, the library compares a plan's whole version, build included, with its

@@ -861,7 +861,7 @@ BROKEN_CASES: list[Case] = [
         "detector",
         "runtime 'model.py' with backend python: the backend's directory has no model.py",
         "unable to find Python backend based backend library 'model.py' for model "
-        "'td506_detector', searched: '",
+        "'td506_detector', searched: '/opt/tritonserver/backends/python/model.py'",
     ),
     from_fixture(
         "TD507",
