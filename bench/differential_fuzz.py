@@ -23,11 +23,11 @@ from tests.differential.fuzz_generate import generate
 from tests.differential.fuzz_run import (
     EXPLICIT_MODE,
     as_json,
-    doctor_options,
     figures,
     judge,
     report,
 )
+from tests.differential.oracle import SERVER_TARGET
 from tests.server_harness import ServerInstall, TritonServer, locate_server_tree
 
 
@@ -48,7 +48,6 @@ def main() -> int:
         return 2
     indices = [int(i) for i in args.only.split(",") if i] or list(range(args.count))
     repositories = [generate(args.seed, i) for i in indices]
-    options = doctor_options()
     with tempfile.TemporaryDirectory(prefix="td-fuzz-") as scratch:
         workdir = args.keep or Path(scratch)
         install = ServerInstall.prepare(tree, Path(scratch) / "tritonserver")
@@ -70,14 +69,13 @@ def main() -> int:
             start,
             workdir,
             batch_size=args.batch,
-            options=options,
             progress=lambda line: print(line, file=sys.stderr, flush=True),
         )
         elapsed = time.monotonic() - began
-    print(report(judgements, args.seed, options), end="")
+    print(report(judgements, args.seed, SERVER_TARGET), end="")
     print(f"({elapsed:.0f} s)")
     if args.json is not None:
-        args.json.write_text(as_json(judgements, args.seed, options), encoding="utf-8")
+        args.json.write_text(as_json(judgements, args.seed, SERVER_TARGET), encoding="utf-8")
     f = figures(judgements)
     met = f.verdict_rate >= 0.99 and f.exact_rate >= 0.95 and f.false_errors == 0
     print(

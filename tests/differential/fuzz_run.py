@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -30,6 +28,7 @@ from typing import Any
 
 from tests.differential.fuzz_generate import GeneratedRepository, write
 from tests.differential.oracle import (
+    SERVER_TARGET,
     DoctorRun,
     ExplicitModeResult,
     PendingDoctor,
@@ -44,7 +43,6 @@ __all__ = [
     "Figures",
     "Judgement",
     "as_json",
-    "doctor_options",
     "figures",
     "judge",
     "report",
@@ -90,17 +88,6 @@ class Judgement:
         if self.server_refused == self.doctor_refused:
             return "agree" if not self.server_refused or self.exact else "other-words"
         return "false-error" if self.doctor_refused else "miss"
-
-
-def doctor_options() -> tuple[str, ...]:
-    """``--gpus 0`` (a CPU-only server, as ours is) where this check has the option."""
-    shown = subprocess.run(
-        [sys.executable, "-m", "triton_doctor", "check", "--help"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout
-    return ("--gpus", "0") if "--gpus" in shown else ()
 
 
 def _local_paths(text: str, batch: Path, repositories: Path) -> str:
@@ -197,7 +184,7 @@ def judge(
     start: StartServer,
     workdir: Path,
     batch_size: int = 20,
-    options: Sequence[str] = (),
+    options: Sequence[str] = SERVER_TARGET,
     progress: Callable[[str], None] | None = None,
 ) -> list[Judgement]:
     """Judge every repository, ``batch_size`` of them per server."""

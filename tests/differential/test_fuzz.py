@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.differential.fuzz_generate import GeneratedRepository, generate
-from tests.differential.fuzz_run import EXPLICIT_MODE, Judgement, doctor_options, judge
+from tests.differential.fuzz_run import EXPLICIT_MODE, Judgement, judge
 from tests.differential.oracle import TritonServer
 
 SEED = 12
@@ -34,7 +34,7 @@ def judgements(
         return triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
 
     workdir = tmp_path_factory.mktemp("fuzz")
-    judged = judge(REPOSITORIES, start, workdir, batch_size=COUNT, options=doctor_options())
+    judged = judge(REPOSITORIES, start, workdir, batch_size=COUNT)
     return {j.index: j for j in judged}
 
 
