@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
+from triton_doctor.triton import profiles
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 WIRE_TYPES = {
@@ -65,11 +66,14 @@ def templates(model: ModelView) -> list[tuple[int, str, bool]]:
 
 #: String parameters that models read as paths, so that an unrendered value fails the load:
 #: TensorRT-LLM's backend opens gpt_model_path and encoder_model_path, and gives up only when
-#: neither exists; its Python pre/post-processing models open tokenizer_dir and engine_dir
-#: (their words come from transformers, and vary by version). visual_model_path is left out:
-#: the preprocessing model reads "${visual_model_path}" as not set.
+#: neither exists. Its Python models subscript tokenizer_dir (pre/post-processing) and
+#: engine_dir (the gpt example's tensorrt_llm) at the top of initialize and open them (in
+#: words of transformers', which vary by version); the rest they read in a branch (the
+#: preprocessing model's gpt_model_path, for multimodal models only) or through a helper that
+#: makes "${...}" None (the Python tensorrt_llm model's tokenizer_dir). So a Python model's
+#: parameter is judged only where model.py certainly reads it so.
 TRTLLM_MODEL_PATHS = ("gpt_model_path", "encoder_model_path")
-PYTHON_PATH_PARAMETERS = ("tokenizer_dir", "tokenizer_path", "engine_dir", "gpt_model_path")
+PYTHON_PATH_PARAMETERS = ("tokenizer_dir", "engine_dir")
 TRTLLM_NO_PATH = "Both encoder and decoder model paths are empty"
 
 
@@ -83,7 +87,7 @@ def _line_of(model: ModelView, value: str) -> int | None:
                  if quoted and placeholder in value), None)
 
 
-def _path_templates(model: ModelView) -> Iterator[tuple[str, Hit]]:
+def _path_templates(model: ModelView, repository: RepositoryView) -> Iterator[tuple[str, Hit]]:
     """(placeholder, finding) for each unrendered parameter the model reads as a path."""
     if model.state != "parsed":
         return
@@ -94,23 +98,27 @@ def _path_templates(model: ModelView) -> Iterator[tuple[str, Hit]]:
         if given and all(_unrendered(values[key]) for key in given):
             key = given[0]
             shown = ", ".join(values[k] for k in given)
+            checked = repository.release.container >= profiles.TRTLLM_BOTH_PATHS_CHECKED_FROM
             yield " ".join(values[k] for k in given), Hit(
                 message=f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} left "
                 f"unrendered ({shown}): the TensorRT-LLM backend finds no engine directory "
                 "and the model fails to load",
-                triton_message=TRTLLM_NO_PATH,
+                triton_message=TRTLLM_NO_PATH if checked else None,
                 fix=f"Render the engine directory: `fill_template.py -i config.pbtxt "
                 f"engine_dir:/engines/<model>` (parameter {key}).",
                 field="parameters",
                 line=_line_of(model, values[key]),
             )
     elif config.backend == "python":
+        source = model.python_source()
+        reads = {read.name: read.line for read in source.initialize_reads
+                 if read.kind == "parameter"} if source else {}
         for key in PYTHON_PATH_PARAMETERS:
-            if key in values and _unrendered(values[key]):
+            if key in reads and key in values and _unrendered(values[key]):
                 yield values[key], Hit(
-                    message=f"{key} is left unrendered ({values[key]}): model.py "
-                    "reads it as a path (TensorRT-LLM's pre/post-processing models do), and "
-                    "initialize fails on it",
+                    message=f"{key} is left unrendered ({values[key]}): initialize reads it "
+                    f"(model.py line {reads[key]}) as a path, as TensorRT-LLM's Python models "
+                    "do, and fails on it",
                     fix=f"Render it: `fill_template.py -i config.pbtxt {key}:<path>`.",
                     severity=Severity.WARNING,
                     field="parameters",
@@ -172,9 +180,9 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
     reported once per model as info, since TensorRT-LLM's fill_template.py leaves the keys it
     was not given on purpose and its backends fall back to defaults. Parameters read as paths
     are the exception: the `tensorrtllm` backend with neither `gpt_model_path` nor
-    `encoder_model_path` rendered fails to load (an error), and a Python model's
-    `tokenizer_dir`, `tokenizer_path`, `engine_dir` or `gpt_model_path` (TensorRT-LLM's
-    pre/post-processing models) fails at initialize (a warning: the words are the
+    `encoder_model_path` rendered fails to load (an error, in its words from container 24.07
+    on), and a Python model whose initialize certainly reads `tokenizer_dir` or `engine_dir`
+    (TensorRT-LLM's pre/post-processing models) fails there (a warning: the words are the
     tokenizer library's).
 
     Example: `max_batch_size: ${triton_max_batch_size}` → `max_batch_size: 64`.
@@ -184,7 +192,7 @@ def unrendered_template(model: ModelView, repository: RepositoryView) -> Iterato
     """
     problem = model.dir.config.syntax_error
     as_paths: set[str] = set()
-    for value, hit in _path_templates(model):
+    for value, hit in _path_templates(model, repository):
         as_paths.update(m.group() for m in _DOLLAR_TEMPLATE.finditer(value))
         yield hit
     in_strings: list[str] = []

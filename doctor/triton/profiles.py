@@ -142,6 +142,11 @@ REPO_AGENT_DIR = "/opt/tritonserver/repoagents"
 #: The image's backend directory (the default --backend-directory): a backend's libraries in
 #: ``<dir>/<backend>/``, searched last for a model's ``runtime``.
 BACKENDS_DIR = "/opt/tritonserver/backends"
+#: From this container on (tensorrtllm_backend v0.11.0), the TensorRT-LLM backend checks
+#: gpt_model_path and encoder_model_path and refuses a model with neither ("Both encoder and
+#: decoder model paths are empty"); before it, its executor fails on the path in other words.
+#: Sources in docs/profiles-sources.md.
+TRTLLM_BOTH_PATHS_CHECKED_FROM = "24.07"
 
 
 #: From this TensorRT on, the library compares a plan's whole version, build included, with its
