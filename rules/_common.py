@@ -26,12 +26,12 @@ def dims_product(sizes: Iterable[int], start: int = 1) -> int | None:
 MAX_LISTED_NAMES = 256
 
 
-def names_text(names: list[str]) -> str:
-    """``a, b, c`` ("none" for none); past MAX_LISTED_NAMES names, the first ones and the count."""
+def names_text(names: list[str], limit: int = MAX_LISTED_NAMES) -> str:
+    """``a, b, c`` ("none" for none); past ``limit`` names, the first ones and the count."""
     if not names:
         return "none"
-    shown = ", ".join(names[:MAX_LISTED_NAMES])
-    return shown if len(names) <= MAX_LISTED_NAMES else f"{shown}, ... ({len(names):,} in all)"
+    shown = ", ".join(names[:limit])
+    return shown if len(names) <= limit else f"{shown}, ... ({len(names):,} in all)"
 
 
 def dims_text(dims: Iterable[int]) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
+from triton_doctor.rules._common import names_text
 from triton_doctor.rules.layout import is_stray
 from triton_doctor.rules.model_files import LFS_FIX
 from triton_doctor.triton.repository_model import (
@@ -15,6 +16,9 @@ from triton_doctor.triton.repository_model import (
     read_version_dir,
     version_dir_name,
 )
+
+#: Pointers named in a finding; the count says how many more there are.
+MAX_LISTED_POINTERS = 8
 
 
 def _loaded_parts(model: ModelView) -> tuple[set[str], set[str]]:
@@ -53,7 +57,8 @@ def lfs_pointer(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     an ONNX directory's external data), an OpenVINO model's `.bin`, or any other file
     of a loaded version or of the model directory (weights or a tokenizer read by model.py,
     TensorRT-LLM engines). Only files under 1 KiB are opened. The model file itself is
-    TD301's.
+    TD301's. A model's pointers make at most two findings: those the backend loads, and the
+    others (a clone without `git lfs pull` leaves thousands).
 
     Why it matters: the repository was cloned without `git lfs pull` (or an image was built
     from such a clone). A pointer inside what the backend loads fails the version's load:
@@ -69,20 +74,52 @@ def lfs_pointer(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     if not pointers or is_stray(model):
         return
     files, loaded = _loaded_parts(model)
+    groups: dict[bool, list[tuple[str, str, int | None]]] = {True: [], False: []}
     for path, size in sorted(pointers.items()):
         number = _version(path)
         if path in files or (number is not None and number not in model.loaded_versions):
             continue  # TD301's, or never loaded
         inside = path in loaded or any(path.startswith(part) for part in loaded
                                         if part.endswith("/"))
-        yield Hit(
-            message=f"{path} is a Git LFS pointer, not the file"
-            + (f" (the real file is {size} bytes)" if size else "")
-            + ("; the backend loads it with the model, so the version fails to load" if inside
-               else "; whatever reads it (model.py, the backend) fails"),
-            fix=LFS_FIX,
-            path=f"{model.dir.path}/{path}",
-            version=None if number is None else str(number),
-            severity=Severity.ERROR if inside else None,
-            evidence={"pointer_to_bytes": int(size)} if size.isdigit() else {},
-        )
+        groups[inside].append((path, size, number))
+    # One finding per kind of pointer, not per pointer: a clone without `git lfs pull` leaves
+    # every large file a pointer, thousands in a model.
+    for inside, found in groups.items():
+        if found:
+            yield _pointers_hit(model, found, inside)
+
+
+def _pointers_hit(model: ModelView, found: list[tuple[str, str, int | None]],
+                  inside: bool) -> Hit:
+    path, size, number = found[0]
+    if len(found) == 1:
+        recorded = _size(size)
+        what = f"{path} is a Git LFS pointer, not the file" + (
+            f" (the real file is {recorded} bytes)" if recorded is not None else "")
+        evidence = {} if recorded is None else {"pointer_to_bytes": recorded}
+    else:
+        paths = [p for p, _, _ in found]
+        what = (f"{len(found):,} files are Git LFS pointers, not the files: "
+                f"{names_text(paths, MAX_LISTED_POINTERS)}")
+        evidence = {"pointer_files": len(found),
+                    "pointers_to_bytes": sum(_size(s) or 0 for _, s, _ in found)}
+    versions = {n for _, _, n in found}
+    them = "it" if len(found) == 1 else "them"
+    return Hit(
+        message=what + (f"; the backend loads {them} with the model, so the version fails to "
+                        "load" if inside else f"; whatever reads {them} (model.py, the "
+                        "backend) fails"),
+        fix=LFS_FIX,
+        path=f"{model.dir.path}/{path}",
+        version=None if number is None or len(versions) > 1 else str(number),
+        severity=Severity.ERROR if inside else None,
+        evidence=evidence,
+    )
+
+
+def _size(recorded: str) -> int | None:
+    """The size a pointer records, if it is a number (a snapshot from an older collector may
+    hold the pointer's text as it was)."""
+    if recorded.isascii() and recorded.isdigit() and len(recorded) <= 20:
+        return int(recorded)
+    return None

@@ -36,3 +36,10 @@ def test_only_files_small_enough_to_be_pointers_are_read(tmp_path: Path) -> None
 def test_a_fifo_is_passed_over_without_blocking(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "weights.bin")
     assert find_pointers(str(tmp_path), ["weights.bin"]) == {}
+
+
+def test_only_the_digits_of_the_recorded_size_are_kept(tmp_path: Path) -> None:
+    """The pointer's text is the repository's: terminal escapes after the size stay out."""
+    head = POINTER.replace(b"size 4096\n", b"size 12\x1b[31m\xff\n")
+    _write(tmp_path, "weights.bin", head)
+    assert find_pointers(str(tmp_path), ["weights.bin"]) == {"weights.bin": "12"}

@@ -8,6 +8,7 @@ with a metadata prefix. Reading 64 bytes tells these apart before a format reade
 from __future__ import annotations
 
 import os
+import re
 
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ModelFile
@@ -16,6 +17,7 @@ from triton_doctor.safe_files import open_file
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 ZIP_MAGIC = b"PK\x03\x04"
 HEAD_BYTES = 256
+_LFS_SIZE = re.compile(r"size ([0-9]{1,20})(?![0-9])")
 
 
 def sniff_bytes(head: bytes, size: int) -> str:
@@ -57,10 +59,13 @@ def unreadable_file(path: str, error: OSError, missing: str = "no such file") ->
 
 
 def describe_lfs_pointer(head: bytes) -> str:
-    """The pointer's recorded size, for a message like "an LFS pointer to a 96 MB file"."""
+    """The size in bytes the pointer records, for a message like "the real file is 96 bytes":
+    its digits only (at most 20, an unsigned 64-bit number), since the file's text is the
+    repository's and may hold anything; "" when it records none."""
     for line in head.decode("ascii", "replace").splitlines():
-        if line.startswith("size "):
-            return line[5:].strip()
+        size = _LFS_SIZE.match(line)
+        if size:
+            return size.group(1)
     return ""
 
 
