@@ -7,7 +7,9 @@ None fails the load; so does ``model_config["parameters"]["K"]`` for a parameter
 
 Only statements at the top level of ``initialize``, before anything that may return or
 raise, are followed: they certainly run. A name that is guarded, rebound, mutated or passed
-to unknown code stops being followed, so what is recorded certainly raises when the name is
+to unknown code stops being followed; anything that may change the configuration (a method
+called on a part of it, a store through any name holding it, a method of ``self`` while
+``self`` holds it) stops all following. So what is recorded certainly raises when the name is
 missing from the configuration. The code is read, never run.
 """
 
@@ -44,6 +46,9 @@ class _Follower:
         self.parameter_maps: set[str] = set()
         #: Variables holding a lookup's result that nothing has checked yet.
         self.pending: dict[str, tuple[str, str]] = {}
+        #: Variables holding another part of the configuration (``outs = config["output"]``):
+        #: changing what they hold changes the configuration.
+        self.aliases: set[str] = set()
         self.reads: list[ConfigRead] = []
 
     def run(self, body: list[ast.stmt]) -> list[ConfigRead]:
@@ -73,6 +78,9 @@ class _Follower:
     def _bind(self, target: ast.expr, value: ast.expr | None) -> None:
         key = self._key(target)
         if key is None:
+            if value is not None and self._reaches_configuration(value):
+                self._forget_all()  # stored where it is not followed: self.a.b = config
+                return
             for node in ast.walk(target):  # unpacking, or a store into a subscript
                 if (name := self._key(node)) is not None:
                     self._forget(name)
@@ -86,11 +94,20 @@ class _Follower:
             self.parameter_maps.add(key)
         elif (lookup := self._lookup(value)) is not None:
             self.pending[key] = lookup
+        elif self._reaches_configuration(value):
+            self.aliases.add(key)
 
     def _forget(self, key: str) -> None:
         self.configs.discard(key)
         self.parameter_maps.discard(key)
+        self.aliases.discard(key)
         self.pending.pop(key, None)
+
+    def _forget_all(self) -> None:
+        self.configs.clear()
+        self.parameter_maps.clear()
+        self.aliases.clear()
+        self.pending.clear()
 
     def _record(self, expression: ast.expr) -> None:
         for node in _certain_nodes(expression):
@@ -108,6 +125,9 @@ class _Follower:
     def _drop_escaped(self, statement: ast.stmt) -> None:
         """Forget every tracked name the statement uses other than by reading it: a guard
         (``if x is None``), a mutation or a call may change what the later reads do."""
+        if self._may_change_configuration(statement):
+            self._forget_all()  # aliases share the dict: every name may see the change
+            return
         allowed: set[int] = set()
         for node in ast.walk(statement):
             if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
@@ -124,10 +144,70 @@ class _Follower:
             if key is None or id(node) in allowed or not isinstance(
                     getattr(node, "ctx", None), ast.Load):
                 continue
-            if key in self.configs or key in self.parameter_maps:
-                self.configs.clear()  # aliases share the dict
-                self.parameter_maps.clear()
+            if key in self.configs or key in self.parameter_maps or key in self.aliases:
+                self._forget_all()  # aliases share the dict
             self.pending.pop(key, None)
+
+    def _may_change_configuration(self, statement: ast.stmt) -> bool:
+        """Whether the statement may change the configuration the reads look in: a method
+        other than ``get`` called on it or a part of it (``config["parameters"].update(d)``),
+        a part of it passed to a function or put in a container, a store or ``del`` through
+        it, an augmented assignment to it, or a method of ``self`` called while ``self``
+        holds some of it (``self._fill_defaults()``)."""
+        if isinstance(statement, ast.AugAssign) and self._key(statement.target) in self._held():
+            return True
+        owner_holds = any(key.startswith(f"{self.owner}.") for key in self._held())
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                reader = _called(node.func) in READERS  # its first argument is only read
+                arguments = [*node.args[reader:], *(k.value for k in node.keywords)]
+                if isinstance(node.func, ast.Attribute) and node.func.attr != "get":
+                    arguments.append(node.func.value)
+                if any(self._reaches_configuration(a) or (owner_holds and self._on_owner(a))
+                       for a in arguments):
+                    return True
+            elif isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred)):
+                parts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else (
+                    [node.value] if isinstance(node, ast.Starred) else node.elts)
+                if any(p is not None and self._reaches_configuration(p) for p in parts):
+                    return True
+            elif isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(
+                    node.ctx, ast.Load) and self._reaches_configuration(node.value):
+                return True
+        return False
+
+    def _on_owner(self, node: ast.expr) -> bool:
+        """Whether ``node`` is ``self`` or reached through it: a method it calls may change
+        what ``self`` holds."""
+        key = self._root(node)[0] or ""
+        return key == self.owner or key.startswith(f"{self.owner}.")
+
+    def _held(self) -> set[str]:
+        """Every name holding the configuration or a part of it."""
+        return self.configs | self.parameter_maps | self.aliases | set(self.pending)
+
+    def _reaches_configuration(self, node: ast.expr) -> bool:
+        """Whether ``node`` may be the configuration or a part whose change changes a read:
+        the dict, its parameters map, input and output lists and their entries."""
+        key, depth = self._root(node)
+        if key in self.configs:
+            return depth <= 2
+        if key in self.aliases:
+            return depth <= 1
+        return depth == 0 and (key in self.parameter_maps or key in self.pending)
+
+    def _root(self, node: ast.expr) -> tuple[str | None, int]:
+        """The name a chain of subscripts and attributes starts at (``config["a"].get("b")``
+        starts at ``config``), and how many steps it takes from there."""
+        depth = 0
+        while (key := self._key(node)) is None:
+            if isinstance(node, ast.Call):
+                node = node.func
+            elif isinstance(node, (ast.Subscript, ast.Attribute)):
+                node, depth = node.value, depth + 1
+            else:
+                return None, depth
+        return key, depth
 
     def _key(self, node: ast.AST) -> str | None:
         """``name`` or ``self.name``: what an assignment can bind and a later line read."""

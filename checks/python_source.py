@@ -42,19 +42,36 @@ def read_python_source(path: str) -> PythonSource:
             "nested too deeply for Python's parser")
         source.syntax_error = f"{type(error).__name__}: {words}"
         return source
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS:
-            source.has_model_class = True
-            for item in node.body:
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    source.methods.append(item.name)
-                if isinstance(item, ast.FunctionDef) and item.name == "auto_complete_config":
-                    source.auto_complete = follow(item)
-                if isinstance(item, ast.FunctionDef) and item.name == "initialize":
-                    source.initialize_reads = initialize_reads(item)
+    classes = [node for node in tree.body
+               if isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS]
+    if classes:  # the last class statement binds the name the stub reads
+        source.has_model_class = True
+        _read_model_class(classes[-1], source)
     source.may_define_model_class = _may_define_model_class(tree)
+    if source.may_define_model_class:
+        source.initialize_reads = []  # the class the stub gets may be another one
     _tensor_names(tree, source)
     return source
+
+
+def _read_model_class(node: ast.ClassDef, source: PythonSource) -> None:
+    """Its methods, auto_complete_config and what initialize certainly reads. A decorated
+    class or initialize, or an initialize bound another way, may run other code: its reads
+    are not recorded."""
+    initialize: ast.FunctionDef | None = None
+    for item in node.body:
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            source.methods.append(item.name)
+            if item.name == "initialize":
+                initialize = (item if isinstance(item, ast.FunctionDef)
+                              and not item.decorator_list else None)
+        elif any(isinstance(name, ast.Name) and name.id == "initialize"
+                 and not isinstance(name.ctx, ast.Load) for name in ast.walk(item)):
+            initialize = None  # initialize = wrap(initialize)
+        if isinstance(item, ast.FunctionDef) and item.name == "auto_complete_config":
+            source.auto_complete = follow(item)
+    if initialize is not None and not node.decorator_list and not node.keywords:
+        source.initialize_reads = initialize_reads(initialize)
 
 
 def _may_define_model_class(tree: ast.Module) -> bool:

@@ -51,6 +51,35 @@ def test_model_class_maybe_defined(tmp_path: Path, text: str) -> None:
     assert not source.has_model_class and source.may_define_model_class
 
 
+READS_KEY = """\
+    def initialize(self, args):
+        config = json.loads(args["model_config"])
+        self.key = config["parameters"]["KEY"]
+"""
+
+
+@pytest.mark.parametrize("text", [
+    # The stub gets another class: a later class statement, or an import after it.
+    f"class TritonPythonModel:\n{READS_KEY}\nclass TritonPythonModel:\n    pass\n",
+    f"class TritonPythonModel:\n{READS_KEY}\nfrom impl import TritonPythonModel\n",
+    # What runs is not initialize as written.
+    f"class TritonPythonModel:\n    @tolerant\n{READS_KEY}",
+    f"class TritonPythonModel:\n{READS_KEY}    initialize = tolerant(initialize)\n",
+    f"@tolerant\nclass TritonPythonModel:\n{READS_KEY}",
+])
+def test_initialize_of_another_class_or_wrapped_is_not_followed(tmp_path: Path,
+                                                                text: str) -> None:
+    assert _read(tmp_path, HEAD + text).initialize_reads == []
+
+
+def test_the_last_class_statement_is_the_model_class(tmp_path: Path) -> None:
+    source = _read(tmp_path, HEAD + "class TritonPythonModel:\n    def execute(self, requests):\n"
+                   "        return []\n\n"
+                   f"class TritonPythonModel:\n{READS_KEY}")
+    assert [(r.kind, r.name) for r in source.initialize_reads] == [("parameter", "KEY")]
+    assert source.methods == ["initialize"]
+
+
 def test_straight_line_reads_are_recorded_in_order(tmp_path: Path) -> None:
     reads = _initialize(tmp_path, """
         self.model_config = model_config = json.loads(args["model_config"])
@@ -105,6 +134,62 @@ def test_straight_line_reads_are_recorded_in_order(tmp_path: Path) -> None:
     config = json.loads(args["model_config"])
     fill_defaults(config)
     self.key = config["parameters"]["KEY"]
+    """,
+    # The configuration changed through a part of it, an alias, or a method of self.
+    """
+    self.model_config = json.loads(args["model_config"])
+    self.model_config["parameters"].update(DEFAULTS)
+    self.key = self.model_config["parameters"]["KEY"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    config["parameters"].setdefault("KEY", {"string_value": "x"})
+    self.key = config["parameters"]["KEY"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    fill_defaults(config["parameters"])
+    self.key = config["parameters"]["KEY"]
+    """,
+    """
+    self.model_config = json.loads(args["model_config"])
+    self._fill_defaults()
+    self.key = self.model_config["parameters"]["KEY"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    params = config["parameters"]
+    config["parameters"]["KEY"] = {"string_value": "x"}
+    self.key = params["KEY"]["string_value"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    params = config["parameters"]
+    params |= DEFAULTS
+    self.key = config["parameters"]["KEY"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    config["output"].append({"name": "EXTRA", "data_type": "TYPE_FP32"})
+    self.dtype = pb_utils.get_output_config_by_name(config, "EXTRA")["data_type"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    outs = config["output"]
+    outs.append({"name": "EXTRA", "data_type": "TYPE_FP32"})
+    self.dtype = pb_utils.get_output_config_by_name(config, "EXTRA")["data_type"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    out = pb_utils.get_output_config_by_name(config, "OUTPUT0")
+    out["name"] = "EXTRA"
+    self.dtype = pb_utils.get_output_config_by_name(config, "EXTRA")["data_type"]
+    """,
+    """
+    config = json.loads(args["model_config"])
+    self.holder = {"outputs": config["output"]}
+    self._add_outputs()
+    self.dtype = pb_utils.get_output_config_by_name(config, "EXTRA")["data_type"]
     """,
     # Not the model configuration.
     """

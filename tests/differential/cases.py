@@ -234,11 +234,14 @@ MODEL_PY_GOOD: list[Case] = [
     from_fixture(rule_id, model, "", "", side="pass")
     for rule_id, model in (("TD310", "streaming_asr"), ("TD310", "ragged"),
                            ("TD313", "tokenizer"), ("TD314", "postprocess"),
-                           ("TD315", "detector"))
+                           ("TD314", "postprocess_extra"), ("TD315", "detector"),
+                           ("TD315", "reranker"), ("TD315", "classifier"), ("TD315", "embedder"))
 ]
 """model.py as the stub runs it, loaded READY (TD310, TD313-TD315): sequence control inputs,
 implicit state and batch_input targets read by name; the model class imported from a sibling
-module; initialize's checked lookups, and parameters read with a default."""
+module; initialize's checked lookups, and parameters read with a default; a configuration
+changed before it is read (an output appended, defaults merged, a method of self filling
+them); a later class statement replacing the model class."""
 
 
 WARMUP_GOOD: list[Case] = [
