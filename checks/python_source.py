@@ -15,7 +15,8 @@ from triton_doctor.safe_files import FileTooLarge, read_file
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 MODEL_CLASS = "TritonPythonModel"
 #: Builtins through which a module can bind names without naming them in its code.
-DYNAMIC_NAMES = frozenset({"exec", "eval", "globals", "vars", "setattr", "__import__"})
+DYNAMIC_NAMES = frozenset({"exec", "eval", "globals", "locals", "vars", "setattr",
+                           "__import__"})
 
 
 def read_python_source(path: str) -> PythonSource:
@@ -77,6 +78,7 @@ def _read_model_class(node: ast.ClassDef, source: PythonSource) -> None:
 def _may_define_model_class(tree: ast.Module) -> bool:
     """Whether anything but a plain module-level class statement may bind TritonPythonModel
     in the module: the stub only asks the imported module for the attribute."""
+    top_level = {id(node) for node in tree.body}
     for node in ast.walk(tree):
         if isinstance(node, ast.alias):
             bound = node.asname or node.name.split(".")[0]
@@ -88,13 +90,13 @@ def _may_define_model_class(tree: ast.Module) -> bool:
             if node.id in DYNAMIC_NAMES:
                 return True
         elif isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS:
-            if node not in tree.body:  # inside if/try/with, or a function with `global`
+            if id(node) not in top_level:  # inside if/try/with, or a function with `global`
                 return True
         elif isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
-            if node in tree.body:
+            if id(node) in top_level:
                 return True
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if MODEL_CLASS in node.value:  # setattr(module, "TritonPythonModel", ...)
+            if node.value == MODEL_CLASS:  # setattr(module, "TritonPythonModel", ...)
                 return True
         elif isinstance(node, ast.Attribute) and node.attr in ("modules", "__dict__"):
             return True  # sys.modules[__name__] = ..., a module's __dict__ written

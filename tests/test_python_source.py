@@ -28,7 +28,10 @@ def _initialize(tmp_path: Path, body: str) -> list[tuple[str, str, int]]:
 
 
 @pytest.mark.parametrize("text", ["", "class Model:\n    pass\n", "class TritonPythonModle:\n"
-                                  "    def execute(self, requests):\n        return []\n"])
+                                  "    def execute(self, requests):\n        return []\n",
+                                  # The name in a string (python_backend's example docstring).
+                                  'class TritonPythonModle:\n    """Every Python model must have '
+                                  '"TritonPythonModel" as the class name."""\n'])
 def test_model_class_certainly_absent(tmp_path: Path, text: str) -> None:
     source = _read(tmp_path, text)
     assert not source.has_model_class and not source.may_define_model_class
@@ -43,6 +46,7 @@ def test_model_class_certainly_absent(tmp_path: Path, text: str) -> None:
     "try:\n    class TritonPythonModel:\n        pass\nexcept ImportError:\n    pass\n",
     "def __getattr__(name):\n    return object\n",
     "class Impl:\n    pass\n\nglobals()['TritonPythonModel'] = Impl\n",
+    "class Impl:\n    pass\n\nlocals().update(TritonPythonModel=Impl)\n",
     "import sys\nsetattr(sys.modules[__name__], 'TritonPython' + 'Model', object)\n",
     "exec(open('impl.py').read())\n",
 ])

@@ -174,6 +174,16 @@ class TritonPythonModel:
     assert "TD301" not in _rules_for(report, "deep")
 
 
+def test_a_hundred_thousand_model_class_statements_are_read_in_linear_time(
+        tmp_path: Path) -> None:
+    """Each class statement was looked up in the module's body: 140,000 took 287 s."""
+    repo = _repository(tmp_path)
+    write_model(repo, "classes", GOOD_CONFIG,
+                {"1/model.py": "class TritonPythonModel:\n    pass\n" * 100_000})
+    _, report = _check(repo)
+    assert "TD313" not in _rules_for(report, "classes")
+
+
 # config.pbtxt nested ----------------------------------------------------------------------------
 
 def test_config_nested_ten_thousand_deep_is_a_syntax_finding(tmp_path: Path) -> None:
