@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import itertools
 import os
 
 from triton_doctor.checks.autocomplete_calls import follow
@@ -17,11 +18,19 @@ MODEL_CLASS = "TritonPythonModel"
 #: Builtins through which a module can bind names without naming them in its code.
 DYNAMIC_NAMES = frozenset({"exec", "eval", "globals", "locals", "vars", "setattr",
                            "__import__"})
+#: How many entries of a directory beside model.py are looked through for an ``__init__``.
+MAX_PACKAGE_ENTRIES = 10_000
 
 
-def read_python_source(path: str) -> PythonSource:
-    """What the file at ``path``, just listed in its version directory, defines."""
+def read_python_source(path: str, entries: list[str] | None = None) -> PythonSource:
+    """What the file at ``path``, just listed in its version directory (whose ``entries``
+    are given), defines: nothing is read when Python imports something else in its place."""
     source = PythonSource(name=os.path.basename(path))
+    source.imported_instead = imported_instead(os.path.dirname(path), entries or [],
+                                               source.name)
+    if source.imported_instead is not None:
+        source.may_define_model_class = True
+        return source
     try:
         data = read_file(path, MAX_SOURCE_BYTES)
     except FileTooLarge:
@@ -53,6 +62,31 @@ def read_python_source(path: str) -> PythonSource:
         source.initialize_reads = []  # the class the stub gets may be another one
     _tensor_names(tree, source)
     return source
+
+
+def imported_instead(directory: str, entries: list[str], filename: str) -> str | None:
+    """The entry of ``directory`` that Python's import takes for the stub's module instead of
+    ``filename``: in a directory it looks first for a package (``<stem>/`` with an
+    ``__init__``), then for an extension module (``<stem>.so``, ``<stem>.<tag>.so``), and
+    only then for ``<stem>.py``, whose presence alone the stub checks."""
+    if not filename.endswith(".py"):
+        return None
+    stem = filename[:-len(".py")]
+    if f"{stem}/" in entries and (init := _package_init(os.path.join(directory, stem))):
+        return f"{stem}/{init}"
+    return next((name for name in entries
+                 if name.startswith(f"{stem}.") and name.endswith(".so")), None)
+
+
+def _package_init(path: str) -> str | None:
+    """The ``__init__`` module that makes the directory ``path`` a package, if any."""
+    try:
+        with os.scandir(path) as listing:
+            return next((entry.name for entry in itertools.islice(listing, MAX_PACKAGE_ENTRIES)
+                         if entry.name.startswith("__init__.")
+                         and entry.name.endswith((".py", ".pyc", ".so"))), None)
+    except OSError:
+        return None
 
 
 def _read_model_class(node: ast.ClassDef, source: PythonSource) -> None:

@@ -163,9 +163,11 @@ def _read_python_files(model: ModelDir, subdir_paths: list[str], filename: str) 
     for subdir, directory in zip(model.subdirs, subdir_paths, strict=True):
         if read_version_dir(subdir.name).number is None:
             continue
-        _look_up(subdir, directory, [filename])
+        stem = filename.removesuffix(".py")
+        _look_up(subdir, directory, [filename, stem, f"{stem}.so", f"{stem}.abi3.so"])
         if filename in subdir.entries:
-            subdir.python.append(read_python_source(os.path.join(directory, filename)))
+            subdir.python.append(read_python_source(os.path.join(directory, filename),
+                                                    subdir.entries))
 
 
 def _list(path: str, budget: int) -> tuple[list[os.DirEntry[str]], int | None]:

@@ -129,6 +129,10 @@ class PythonSource:
     output_names: dict[str, int] = field(default_factory=dict)
     #: What ``TritonPythonModel.initialize`` certainly reads from its model configuration.
     initialize_reads: list[ConfigRead] = field(default_factory=list)
+    #: What Python imports for the module instead of this file, which is then not read: a
+    #: package (``model/__init__.py``) or a compiled extension (``model.cpython-310-...so``)
+    #: beside it. None when the file is what the stub imports.
+    imported_instead: str | None = None
 
 
 @dataclass

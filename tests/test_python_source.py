@@ -227,3 +227,26 @@ def test_only_the_first_failing_read_is_an_error(tmp_path: Path) -> None:
     findings = [(f["rule"], f["triton_message"]) for f in check_json(tmp_path)["findings"]
                 if f["rule"] in ("TD314", "TD315")]
     assert findings == [("TD315", "KeyError: 'MISSING'")]
+
+
+BROKEN_MODEL_PY = (HEAD + "class TritonPythonModle:\n" + READS_KEY
+                   + "    def execute(self, requests):\n        return []\n")
+
+
+@pytest.mark.parametrize("beside", ["model.cpython-310-x86_64-linux-gnu.so", "model.abi3.so",
+                                    "model.so", "model/__init__.py", "model/__init__.pyc"])
+def test_a_compiled_or_package_model_is_what_python_imports(tmp_path: Path, beside: str) -> None:
+    """Python's import takes a package or an extension module before model.py, whose presence
+    alone the stub checks: what model.py says is not what runs."""
+    write_model(tmp_path, "m", GOOD_CONFIG, {"1/model.py": BROKEN_MODEL_PY, f"1/{beside}": ""})
+    rules = {f["rule"] for f in check_json(tmp_path)["findings"]}
+    assert not rules & {"TD310", "TD313", "TD314", "TD315"}, rules
+
+
+def test_a_directory_named_like_the_module_without_init_does_not_replace_it(
+        tmp_path: Path) -> None:
+    """A ``model/`` directory of weights is no package: Python still imports model.py."""
+    write_model(tmp_path, "m", GOOD_CONFIG, {"1/model.py": BROKEN_MODEL_PY,
+                                             "1/model/weights.bin": ""})
+    rules = {f["rule"] for f in check_json(tmp_path)["findings"]}
+    assert "TD313" in rules, rules

@@ -233,7 +233,8 @@ def from_fixture(rule_id: str, model: str, what: str, expect: str, side: str = "
 MODEL_PY_GOOD: list[Case] = [
     from_fixture(rule_id, model, "", "", side="pass")
     for rule_id, model in (("TD310", "streaming_asr"), ("TD310", "ragged"),
-                           ("TD313", "tokenizer"), ("TD314", "postprocess"),
+                           ("TD313", "tokenizer"), ("TD313", "detokenizer"),
+                           ("TD314", "postprocess"),
                            ("TD314", "postprocess_extra"), ("TD315", "detector"),
                            ("TD315", "reranker"), ("TD315", "classifier"), ("TD315", "embedder"))
 ]
@@ -241,7 +242,8 @@ MODEL_PY_GOOD: list[Case] = [
 implicit state and batch_input targets read by name; the model class imported from a sibling
 module; initialize's checked lookups, and parameters read with a default; a configuration
 changed before it is read (an output appended, defaults merged, a method of self filling
-them); a later class statement replacing the model class."""
+them); a later class statement replacing the model class; a package model/ beside model.py,
+which Python imports first."""
 
 
 WARMUP_GOOD: list[Case] = [
