@@ -29,8 +29,10 @@ from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: How core names a request without an id in the errors of its checks.
 NO_ID = "[request id: <id_unknown>] "
-#: Backends whose inputs this tool knows once the config declares them: they fill nothing
-#: more (PyTorch, TensorFlow) or their auto-complete is followed (ONNX Runtime, OpenVINO).
+#: Backends whose inputs this tool knows once the config declares them: their auto-complete
+#: is followed (ONNX Runtime, OpenVINO), fills nothing (PyTorch), or fills only what TD247
+#: passes over (TensorFlow: a TYPE_INVALID data type, empty dims, and a max_batch_size of 0,
+#: after which the batch size is not judged).
 SETTLED_BACKENDS = frozenset({"onnxruntime", "openvino", "pytorch", "tensorflow"})
 #: Bytes of the length that precedes each element of a TYPE_STRING tensor.
 STRING_LENGTH_BYTES = 4
@@ -185,7 +187,7 @@ def warmup_input_mismatch(model: ModelView, repository: RepositoryView) -> Itera
             continue
         found = list(_request_hits(model, sample, inputs, where))
         yield from found
-        if not found:
+        if not found and model.max_batch_size_known:
             yield from _batch_too_large(config, sample, where)
 
 
@@ -214,8 +216,8 @@ def _request_hits(model: ModelView, sample: Any, inputs: dict[str, Any],
         return
     for name in sorted(fed):
         declared, given = inputs[name], sample.inputs[name]
-        problem = _type_problem(config, declared, given) or _shape_problem(config, declared,
-                                                                           given)
+        problem = (_type_problem(config, declared, given)
+                   or _shape_problem(config, declared, given, model.batches))
         if problem is not None:
             yield Hit(message=f"warmup '{sample.name}': {problem[0]}",
                       triton_message=problem[1],
@@ -266,24 +268,25 @@ def _wire_type(tensor: Any) -> str:
     return "BYTES" if name == "TYPE_STRING" else name.removeprefix("TYPE_")
 
 
-def _shape_problem(config: Any, declared: Any, given: Any) -> tuple[str, str] | None:
+def _shape_problem(config: Any, declared: Any, given: Any,
+                   batches: bool | None) -> tuple[str, str | None] | None:
     """(our words, the server's) when the sample's dims do not fit the input's: the same
     count, each equal or -1 in the config. The server prepends the batch dimension to both
-    when max_batch_size > 0. A shape tensor keeps that dimension and is left alone, as is an
-    input without dims (the config rules judge it)."""
+    when max_batch_size > 0, so its words (not the verdict) are unknown when ``batches`` is
+    (an auto-complete fills max_batch_size). A shape tensor keeps that dimension and is left
+    alone, as is an input without dims (the config rules judge it)."""
     wanted, dims = list(declared.dims), list(given.dims)
     if declared.is_shape_tensor or not wanted:
         return None
     if len(wanted) == len(dims) and all(w in (-1, d) for w, d in zip(wanted, dims, strict=True)):
         return None
-    batch = config.max_batch_size > 0
-    expected = dims_text(([-1] if batch else []) + wanted)
-    got = dims_text(([1] if batch else []) + dims)
-    hint = " (dims exclude the batch dimension)" if batch and dims[1:] == wanted else ""
+    expected = dims_text(([-1] if batches else []) + wanted)
+    got = dims_text(([1] if batches else []) + dims)
+    hint = " (dims exclude the batch dimension)" if batches and dims[1:] == wanted else ""
     return (f"input '{declared.name}' has dims {dims_text(dims)}, the model input "
             f"{dims_text(wanted)}{hint}",
-            f"{NO_ID}unexpected shape for input '{declared.name}' for model '{config.name}'. "
-            f"Expected {expected}, got {got}")
+            None if batches is None else f"{NO_ID}unexpected shape for input "
+            f"'{declared.name}' for model '{config.name}'. Expected {expected}, got {got}")
 
 
 def _string_file_hits(model: ModelView, name: str, tensor: Any, where: str) -> Iterator[Hit]:

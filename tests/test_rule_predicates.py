@@ -156,3 +156,34 @@ def test_auto_complete_exact(tmp_path: Path, source: str, expected: bool | None)
     (model / "1" / "model.py").write_text(source)
     view = RepositoryView(collect_repository(tmp_path), CheckOptions())
     assert view.by_name["pre"].auto_complete_exact is expected
+
+
+TF_WARMUP = """
+platform: "tensorflow_savedmodel"
+{max_batch_size}
+input [ {{ name: "x" data_type: TYPE_FP32 dims: [ 16 ] }} ]
+output [ {{ name: "y" data_type: TYPE_FP32 dims: [ 2 ] }} ]
+model_warmup [ {{ name: "w" batch_size: 4 inputs {{ key: "x" value {{ data_type: TYPE_FP32
+  dims: [ {dims} ] zero_data: true }} }} }} ]
+"""
+
+
+@pytest.mark.parametrize(("max_batch_size", "dims", "expected"), [
+    # TensorFlow fills an unset max_batch_size from the SavedModel: batch_size 4 may fit.
+    ("", "16", []),
+    ("max_batch_size: 2", "16", [
+        "failed to run warmup sample 'w': batch size 4 for 'tf_0', max allowed is 2"]),
+    # A wrong shape fails either way; the server's words depend on the batch dimension.
+    ("", "8", [None]),
+    ("max_batch_size: 2", "8", ["[request id: <id_unknown>] unexpected shape for input 'x' for "
+                                "model 'tf'. Expected [-1,16], got [1,8]"]),
+])
+def test_warmup_batch_judged_where_max_batch_size_is_known(
+        tmp_path: Path, max_batch_size: str, dims: str, expected: list[str | None]) -> None:
+    model = tmp_path / "tf"
+    (model / "1" / "model.savedmodel").mkdir(parents=True)
+    (model / "1" / "model.savedmodel" / "saved_model.pb").write_bytes(b"\x08\x01")
+    (model / "config.pbtxt").write_text(TF_WARMUP.format(max_batch_size=max_batch_size,
+                                                          dims=dims))
+    found = [f.triton_message for f in _findings(tmp_path) if f.rule == "TD247"]
+    assert found == expected
