@@ -204,6 +204,14 @@ def openvino_problems(config: Any, model_file: ModelFile) -> list[Problem]:
     return problems
 
 
+def sequence_inputs(config: Any) -> set[str]:
+    """The inputs the sequence batcher adds to a request though the config's ``input`` lacks
+    them: its control inputs (START, READY, END, CORRID, ...) and implicit state inputs."""
+    sequence = config.sequence_batching
+    return ({control.name for control in sequence.control_input}
+            | {state.input_name for state in sequence.state})
+
+
 def takes_dict_input(args: list[TorchScriptArg]) -> bool:
     """Whether forward() takes a single ``Dict[str, Tensor]``: the PyTorch backend then feeds
     it one dict keyed by the config's input names, and no argument count, type or order

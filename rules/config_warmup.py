@@ -25,6 +25,7 @@ from triton_doctor.rules._common import (
     names_text,
     tensor_bytes,
 )
+from triton_doctor.rules._model_io import sequence_inputs
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 
 #: How core names a request without an id in the errors of its checks.
@@ -168,8 +169,7 @@ def warmup_input_mismatch(model: ModelView, repository: RepositoryView) -> Itera
     if not config.model_warmup or is_ensemble(config) or not _inputs_settled(model):
         return
     inputs = {tensor.name: tensor for tensor in config.input}
-    control = {c.name for c in config.sequence_batching.control_input}
-    control |= {s.input_name for s in config.sequence_batching.state}
+    control = sequence_inputs(config)
     for index, sample in enumerate(config.model_warmup):
         where = f"model_warmup[{index}]"
         if sample.batch_size == 0:

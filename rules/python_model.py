@@ -8,8 +8,10 @@ from typing import Any
 from triton_doctor.evidence import ConfigRead, PythonSource
 from triton_doctor.findings import Hit
 from triton_doctor.registry import rule
+from triton_doctor.rules._common import names_text
 from triton_doctor.rules._model_io import (
     follows_named_index,
+    sequence_inputs,
     takes_dict_input,
     torch_input_binding,
 )
@@ -95,7 +97,7 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
     if source is None or model.effective.backend != "python":
         return
     inputs, outputs = readable_tensors(config)
-    path = f"{model.dir.path}/{model.loaded_versions[0]}/{source.name}"
+    path = _source_path(model, source)
     for kind, used, declared in (("input", source.input_names, inputs),
                                  ("output", source.output_names, outputs)):
         if not declared:
@@ -105,7 +107,7 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
                 continue
             yield Hit(
                 message=f"{source.name} line {line} uses {kind} '{name}', which the "
-                f"configuration does not declare ({', '.join(sorted(declared))})",
+                f"configuration does not declare ({names_text(sorted(declared))})",
                 fix=f"Rename it to one of the configuration's {kind}s, or declare '{name}'.",
                 path=path,
                 line=line,
@@ -141,7 +143,7 @@ def python_model_class_missing(model: ModelView, repository: RepositoryView) -> 
         triton_message=f"AttributeError: module '{module}' has no attribute "
         "'TritonPythonModel'",
         fix="Name the model's class TritonPythonModel, at the top level of the file.",
-        path=f"{model.dir.path}/{number}/{source.name}",
+        path=_source_path(model, source),
         version=str(model.loaded_versions[0]),
     )
 
@@ -169,14 +171,13 @@ def python_config_lookup_none(model: ModelView, repository: RepositoryView) -> I
     if source is None or read is None or read.kind == "parameter":
         return
     names = _configured(model)[read.kind]
-    number = version_dir_name(model.loaded_versions[0])
     yield Hit(
         message=f"{source.name} line {read.line}: initialize subscripts the {read.kind} "
         f"config of '{read.name}', which the configuration does not declare "
-        f"({', '.join(sorted(names)) or 'none'}), so the lookup returns None",
+        f"({names_text(sorted(names))}), so the lookup returns None",
         triton_message="TypeError: 'NoneType' object is not subscriptable",
         fix=f"Look up one of the configuration's {read.kind}s, or declare '{read.name}'.",
-        path=f"{model.dir.path}/{number}/{source.name}",
+        path=_source_path(model, source),
         line=read.line,
         version=str(model.loaded_versions[0]),
     )
@@ -204,17 +205,21 @@ def python_parameter_missing(model: ModelView, repository: RepositoryView) -> It
     source, read = _first_failing_read(model)
     if source is None or read is None or read.kind != "parameter":
         return
-    number = version_dir_name(model.loaded_versions[0])
     yield Hit(
         message=f"{source.name} line {read.line}: initialize reads parameter "
         f"'{read.name}', which the configuration does not set",
         triton_message=f"KeyError: {read.name!r}",
         fix=f"Add parameters {{ key: \"{read.name}\" value {{ string_value: \"...\" }} }} "
         "to config.pbtxt, or read it with .get() and a default.",
-        path=f"{model.dir.path}/{number}/{source.name}",
+        path=_source_path(model, source),
         line=read.line,
         version=str(model.loaded_versions[0]),
     )
+
+
+def _source_path(model: ModelView, source: PythonSource) -> str:
+    """Where the stub finds ``source``: in the directory of the first loaded version."""
+    return f"{model.dir.path}/{version_dir_name(model.loaded_versions[0])}/{source.name}"
 
 
 def _configured(model: ModelView) -> dict[str, set[str]]:
@@ -241,12 +246,9 @@ def readable_tensors(config: Any) -> tuple[set[str], set[str]]:
     """The names model.py may read from a request, and return in a response: the declared
     inputs and outputs plus what the server adds (sequence control inputs, implicit state,
     batch inputs)."""
-    inputs = {t.name for t in config.input}
+    inputs = {t.name for t in config.input} | sequence_inputs(config)
     outputs = {t.name for t in config.output}
-    sequence = config.sequence_batching
-    inputs |= {control.name for control in sequence.control_input}
-    inputs |= {state.input_name for state in sequence.state}
-    outputs |= {state.output_name for state in sequence.state}
+    outputs |= {state.output_name for state in config.sequence_batching.state}
     for batch_input in config.batch_input:
         inputs |= set(batch_input.target_name)
     return inputs, outputs

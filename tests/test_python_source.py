@@ -250,3 +250,18 @@ def test_a_directory_named_like_the_module_without_init_does_not_replace_it(
                                              "1/model/weights.bin": ""})
     rules = {f["rule"] for f in check_json(tmp_path)["findings"]}
     assert "TD313" in rules, rules
+
+
+def test_a_long_list_of_configured_names_is_cut_short(tmp_path: Path) -> None:
+    outputs = ", ".join(f'{{ name: "OUT{n}" data_type: TYPE_FP32 dims: [ 4 ] }}'
+                        for n in range(1000))
+    config = GOOD_CONFIG.replace(
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]', f"output [ {outputs} ]")
+    write_model(tmp_path, "m", config, {"1/model.py": HEAD + textwrap.dedent("""\
+        class TritonPythonModel:
+            def initialize(self, args):
+                config = json.loads(args["model_config"])
+                self.out = pb_utils.get_output_config_by_name(config, "MISSING")["data_type"]
+        """)})
+    [message] = [f["message"] for f in check_json(tmp_path)["findings"] if f["rule"] == "TD314"]
+    assert message.endswith("(1,000 in all)), so the lookup returns None") and len(message) < 3000
