@@ -308,7 +308,7 @@ def version_policy(rng: random.Random, spec: RepositorySpec) -> str:
     model, config = _config(rng, spec)
     if rng.random() < 0.5:
         model.versions.append("2")
-    policy = rng.choice(
+    policy: dict[str, Any] = rng.choice(
         (
             {"latest": {"num_versions": 2}},
             {"all": {}},

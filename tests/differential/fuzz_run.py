@@ -212,10 +212,11 @@ def _judge_batch(
     own: Path,
     options: Sequence[str],
 ) -> list[Judgement]:
+    def check(repository: GeneratedRepository) -> DoctorRun:
+        return PendingDoctor(own / repository.prefix, *options).result()
+
     with ThreadPoolExecutor(max_workers=2) as pool:
-        doctors = [
-            pool.submit(lambda r=r: PendingDoctor(own / r.prefix, *options).result()) for r in batch
-        ]
+        doctors = [pool.submit(check, r) for r in batch]
         server = start(batch_dir)
         try:
             models = [m for r in batch for m in r.models]

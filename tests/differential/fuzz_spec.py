@@ -33,8 +33,8 @@ class Enum(str):
     """An enum value, written bare (``KIND_CPU``), not quoted."""
 
 
-class Map(dict[str, Any]):
-    """A protobuf map field, written as repeated ``field { key: ... value: ... }``."""
+class Map(dict[Any, Any]):
+    """A protobuf map field (string or integer keys), written as repeated ``field { key: ... }``."""
 
 
 def _scalar(value: object) -> str:
