@@ -152,7 +152,8 @@ def warmup_input_mismatch(model: ModelView, repository: RepositoryView) -> Itera
     dimension, which the server adds when max_batch_size > 0; a -1 in the config matches any
     size; `reshape` plays no part), a string data file with a length for every element; then
     batch_size within max_batch_size (1 when it is 0), which the backend checks when the
-    sample runs. A key that names no model input, sequence control input or state is a
+    sample runs; not where the backend fills an unset max_batch_size at load (TensorFlow,
+    TensorRT). A key that names no model input, sequence control input or state is a
     warning: the server passes it on as an extra tensor.
 
     Why it matters: a sample that does not fit fails the model's load, in the words a client

@@ -122,7 +122,8 @@ def python_model_class_missing(model: ModelView, repository: RepositoryView) -> 
     What it checks: the Python model file defines a class `TritonPythonModel` at module
     level. A file that may bind the name another way (an import, an assignment, a class
     statement inside `if`/`try`, a star import, dynamic code) is given the benefit of the
-    doubt.
+    doubt. A package `model/` or a compiled `model*.so` beside model.py is what Python
+    imports instead; model.py is then not judged.
 
     Why it matters: the stub imports the file as module `<version>.<file name>` and asks it
     for `TritonPythonModel`; an empty file, a typo or a class of another name fails the load
