@@ -3,7 +3,8 @@
 The stub calls ``initialize(args)`` at load; ``args["model_config"]`` is the configuration as
 JSON, usually ``json.loads``-ed into a dict. A lookup ``pb_utils.get_output_config_by_name(
 model_config, "X")`` of a name the configuration lacks returns None, and subscripting that
-None fails the load; so does ``model_config["parameters"]["K"]`` for a parameter it lacks.
+None fails the load; so does ``model_config["parameters"]["K"]`` for a parameter it lacks, and
+so does a guard that raises when it is missing (``if "K" not in params: raise ...``).
 
 Only statements at the top level of ``initialize``, before anything that may return or
 raise, are followed: they certainly run. A name that is guarded, rebound, mutated or passed
@@ -55,6 +56,8 @@ class _Follower:
         for statement in body:
             if isinstance(statement, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)):
                 self._simple(statement)
+            elif (required := self._required_parameter(statement)) is not None:
+                self.reads.append(required)  # only raises: when it does not, nothing changed
             elif isinstance(statement, (ast.Pass, ast.Import, ast.ImportFrom, ast.Global,
                                         ast.Nonlocal)):
                 continue
@@ -121,6 +124,38 @@ class _Follower:
                 self.reads.append(ConfigRead(lookup[0], lookup[1], node.lineno))
             elif self._is_parameters(node.value) and (name := _literal(node.slice)) is not None:
                 self.reads.append(ConfigRead("parameter", name, node.lineno))
+
+    def _required_parameter(self, statement: ast.stmt) -> ConfigRead | None:
+        """``if "K" not in params: raise E("...")`` (also ``not params.get("K")`` and
+        ``params.get("K") is None``): a read that raises the model's own exception when the
+        parameter is missing, and does nothing otherwise."""
+        if (not isinstance(statement, ast.If) or statement.orelse
+                or not isinstance(statement.body[-1], ast.Raise)
+                or not all(isinstance(s, ast.Expr) for s in statement.body[:-1])):
+            return None
+        test, name = statement.test, None
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.NotIn)
+                and self._is_parameters(test.comparators[0])):
+            name = _literal(test.left)
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            name = self._parameter_get(test.operand)
+        elif (isinstance(test, ast.Compare) and len(test.ops) == 1
+              and isinstance(test.ops[0], ast.Is) and isinstance(test.comparators[0], ast.Constant)
+              and test.comparators[0].value is None):
+            name = self._parameter_get(test.left)
+        if name is None:
+            return None
+        return ConfigRead("parameter", name, statement.lineno,
+                          raises=_exception_words(statement.body[-1]))
+
+    def _parameter_get(self, node: ast.expr) -> str | None:
+        """K of ``params.get("K")`` on the parameters map."""
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get" and len(node.args) == 1 and not node.keywords
+                and self._is_parameters(node.func.value)):
+            return _literal(node.args[0])
+        return None
 
     def _drop_escaped(self, statement: ast.stmt) -> None:
         """Forget every tracked name the statement uses other than by reading it: a guard
@@ -264,6 +299,17 @@ def _called(function: ast.expr) -> str:
     if isinstance(function, ast.Attribute):
         return function.attr
     return function.id if isinstance(function, ast.Name) else ""
+
+
+def _exception_words(statement: ast.Raise) -> str:
+    """How the stub prints the exception ``statement`` raises ("ValueError: K is required"):
+    its class name and literal message; "" when they are not written out."""
+    raised = statement.exc
+    if (isinstance(raised, ast.Call) and len(raised.args) == 1 and not raised.keywords
+            and (message := _literal(raised.args[0])) is not None):
+        name = _called(raised.func)
+        return f"{name}: {message}" if name else ""
+    return ""
 
 
 def _literal(node: ast.expr) -> str | None:

@@ -102,6 +102,11 @@ class ConfigRead:
     kind: str
     name: str
     line: int = 0
+    #: Set when initialize raises on its own where the parameter is missing
+    #: (``if "K" not in params: raise ValueError("...")``): the exception as the stub prints it
+    #: ("ValueError: K is required"), "" when its words are not written out. None for a read
+    #: that fails by itself (KeyError, TypeError).
+    raises: str | None = None
 
 
 @dataclass

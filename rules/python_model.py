@@ -1,4 +1,4 @@
-"""TD309-TD315: model.py and TorchScript code against the configuration."""
+"""TD309-TD316: model.py and TorchScript code against the configuration."""
 
 from __future__ import annotations
 
@@ -204,7 +204,7 @@ def python_parameter_missing(model: ModelView, repository: RepositoryView) -> It
     Fix: add the parameter to config.pbtxt, or read it with `.get()` and a default.
     """
     source, read = _first_failing_read(model)
-    if source is None or read is None or read.kind != "parameter":
+    if source is None or read is None or read.kind != "parameter" or read.raises is not None:
         return
     yield Hit(
         message=f"{source.name} line {read.line}: initialize reads parameter "
@@ -212,6 +212,40 @@ def python_parameter_missing(model: ModelView, repository: RepositoryView) -> It
         triton_message=f"KeyError: {read.name!r}",
         fix=f"Add parameters {{ key: \"{read.name}\" value {{ string_value: \"...\" }} }} "
         "to config.pbtxt, or read it with .get() and a default.",
+        path=_source_path(model, source),
+        line=read.line,
+        version=str(model.loaded_versions[0]),
+    )
+
+
+@rule("TD316", "python-parameter-required", "error",
+      "initialize refuses to load without a parameter the config lacks", relays_server=True)
+def python_parameter_required(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
+    """
+    What it checks: the parameters `initialize` requires by raising when they are missing
+    (`if "KEY" not in model_config["parameters"]: raise ...`, or `not params.get("KEY")`,
+    `params.get("KEY") is None`) are parameters of the configuration. Only guards that
+    certainly run are judged (the top level of `initialize`, before any other branch, loop or
+    `try`).
+
+    Why it matters: the model raises its own exception at load and does not load; the server
+    passes its words on ("TritonModelException: the parameter MODE is required").
+
+    Example: `if "MODE" not in params: raise pb_utils.TritonModelException("the parameter MODE
+    is required")` with no such parameter → add `parameters { key: "MODE" value {
+    string_value: "..." } }`.
+
+    Fix: add the parameter to config.pbtxt.
+    """
+    source, read = _first_failing_read(model)
+    if source is None or read is None or read.kind != "parameter" or read.raises is None:
+        return
+    yield Hit(
+        message=f"{source.name} line {read.line}: initialize raises when parameter "
+        f"'{read.name}' is missing, and the configuration does not set it",
+        triton_message=read.raises or None,
+        fix=f"Add parameters {{ key: \"{read.name}\" value {{ string_value: \"...\" }} }} "
+        "to config.pbtxt.",
         path=_source_path(model, source),
         line=read.line,
         version=str(model.loaded_versions[0]),

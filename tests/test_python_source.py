@@ -265,3 +265,27 @@ def test_a_long_list_of_configured_names_is_cut_short(tmp_path: Path) -> None:
         """)})
     [message] = [f["message"] for f in check_json(tmp_path)["findings"] if f["rule"] == "TD314"]
     assert message.endswith("(1,000 in all)), so the lookup returns None") and len(message) < 3000
+
+
+def test_a_guard_that_raises_without_the_parameter_is_a_read(tmp_path: Path) -> None:
+    source = _read(tmp_path, HEAD + textwrap.dedent("""\
+        class TritonPythonModel:
+            def initialize(self, args):
+                config = json.loads(args["model_config"])
+                params = config.get("parameters", {})
+                if "MODE" not in params:
+                    raise pb_utils.TritonModelException("the parameter MODE is required")
+                if not params.get("SCALE"):
+                    logger.error("no scale")
+                    raise ValueError(f"SCALE is {params.get('SCALE')}")
+                if config["parameters"].get("BIAS") is None:
+                    raise RuntimeError("BIAS missing")
+                if "OPTIONAL" not in params:
+                    self.optional = None
+                if "OTHER" in params:
+                    raise ValueError("OTHER is not supported")
+                self.key = params["KEY"]
+        """))
+    assert [(r.name, r.line, r.raises) for r in source.initialize_reads] == [
+        ("MODE", 8, "TritonModelException: the parameter MODE is required"),
+        ("SCALE", 10, ""), ("BIAS", 13, "RuntimeError: BIAS missing")]
