@@ -4,7 +4,7 @@ composing models are loaded)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,10 +77,11 @@ class _StepModel:
     outputs: set[str]
     #: Inputs that are not optional, in declaration order.
     required: list[str]
-    #: Each input's place in the declaration: the order in which the server meets a step's inputs.
-    rank: dict[str, int]
-    input_nodes: dict[str, _Node]
-    output_nodes: dict[str, _Node]
+    #: The inputs as declared (a name declared twice is met twice): the order in which the
+    #: server meets a step's inputs.
+    input_nodes: list[tuple[str, _Node]]
+    #: The outputs by name, each name's declarations in order.
+    output_nodes: dict[str, list[_Node]]
     #: The fix every finding about a step calling this model gives.
     fix: str
 
@@ -99,27 +100,48 @@ def _step_model(target: ModelView, known: dict[str, _StepModel]) -> _StepModel:
             inputs=inputs,
             outputs=outputs,
             required=[name for name, tensor in inputs.items() if not tensor.optional],
-            rank={name: index for index, name in enumerate(inputs)},
-            input_nodes={t.name: node(t) for t in config.input},
-            output_nodes={t.name: node(t) for t in config.output},
-            fix=f"{config.name} has inputs {names_text(list(inputs))} and outputs "
-            f"{names_text(sorted(outputs))}; map those names.",
+            input_nodes=[(t.name, node(t)) for t in config.input],
+            output_nodes=_by_name(config.output, node),
+            fix=f"{config.name} has {_listed('inputs', list(inputs))} and "
+            f"{_listed('outputs', sorted(outputs))}; map those names.",
         )
     return known[target.name]
+
+
+def _by_name(tensors: Any, node: Callable[[Any], _Node]) -> dict[str, list[_Node]]:
+    nodes: dict[str, list[_Node]] = {}
+    for tensor in tensors:
+        nodes.setdefault(tensor.name, []).append(node(tensor))
+    return nodes
+
+
+def _listed(kind: str, names: list[str]) -> str:
+    return f"{kind} {names_text(names)}" if names else f"no {kind}"
 
 
 def declares_io(model: ModelView) -> bool:
     """Whether the step model's tensors are known: its config lists them, or (without a
     config.pbtxt) the backend's auto-complete was followed exactly from the model file or
-    model.py."""
+    model.py, or a Python model's model.py adds none to what its config lists."""
     config = model.effective
     if not (config.input and config.output):
-        return False
+        return _python_io_settled(model)
     if model.state == "parsed":
         return True
     if model.state != "absent":
         return False
     return config.backend != "python" or model.auto_complete_exact is True
+
+
+def _python_io_settled(model: ModelView) -> bool:
+    """Whether a Python model has exactly the tensors its configuration lists, even none:
+    model.py is the module the stub imports, defines the model class, and its
+    auto_complete_config is absent or followed exactly."""
+    source = model.python_source()
+    return (model.effective.backend == "python" and model.state in ("parsed", "absent")
+            and source is not None and source.has_model_class
+            and not source.may_define_model_class and source.imported_instead is None
+            and source.syntax_error is None and model.auto_complete_exact is not False)
 
 
 @rule(
@@ -167,14 +189,15 @@ def ensemble_missing_model(repository: RepositoryView) -> Iterator[Hit]:
     scope="repository",
     server_says=("in ensemble", "is mapping to non-existing input",
                  "is not mapped to any ensemble tensors", "is mapped from non-existing output",
-                 "which only allows maximum batch size to be"),
+                 "which only allows maximum batch size to be",
+                 "are mapped to the same ensemble tensor"),
 )
 def ensemble_step_mismatch(repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: for each ensemble step whose model declares its inputs and outputs:
     `input_map` keys are inputs of that model, every input of that model is mapped,
-    `output_map` keys are its outputs, and the model's max_batch_size (when not 0) is at
-    least the ensemble's.
+    `output_map` keys are its outputs (each declared once), and the model's max_batch_size
+    (when not 0) is at least the ensemble's.
 
     Why it matters: the server refuses the ensemble when it loads it.
 
@@ -229,6 +252,14 @@ def _step_hits(model: ModelView, index: int, step, target: ModelView,  # type: i
             )
         )
     for key, tensor in sorted(step.output_map.items()):
+        if len(tensors.output_nodes.get(key, [])) > 1:
+            texts.append(
+                (
+                    f"in ensemble {name}, multiple outputs in model {step_model} are mapped to "
+                    f"the same ensemble tensor {tensor}",
+                    f"{where}.output_map",
+                )
+            )
         if key not in outputs:
             texts.append(
                 (
@@ -399,13 +430,12 @@ def _conflicts(
             unknown_first.update(t for t in maps if t not in first)
             continue
         tensors = _step_model(target, known)
-        rank = tensors.rank
-        keys = sorted((k for k in step.input_map if k in rank), key=rank.__getitem__)
-        met = [(step.input_map[k], tensors.input_nodes[k], f"{where}.input_map") for k in keys]
+        met = [(step.input_map[name], node, f"{where}.input_map")
+               for name, node in tensors.input_nodes if name in step.input_map]
         met += [
-            (tensor, tensors.output_nodes[key], f"{where}.output_map")
+            (tensor, node, f"{where}.output_map")
             for key, tensor in step.output_map.items()
-            if key in tensors.output_nodes
+            for node in tensors.output_nodes.get(key, [])
         ]
         for tensor, node, mapped in met:
             earlier = first.setdefault(tensor, node)

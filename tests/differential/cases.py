@@ -236,9 +236,10 @@ MODEL_PY_GOOD: list[Case] = [
                            ("TD313", "tokenizer"), ("TD313", "detokenizer"),
                            ("TD314", "postprocess"),
                            ("TD314", "postprocess_extra"), ("TD315", "detector"),
-                           ("TD315", "reranker"), ("TD315", "classifier"), ("TD315", "embedder"))
+                           ("TD315", "reranker"), ("TD315", "classifier"), ("TD315", "embedder"),
+                           ("TD316", "postprocess"))
 ]
-"""model.py as the stub runs it, loaded READY (TD310, TD313-TD315): sequence control inputs,
+"""model.py as the stub runs it, loaded READY (TD310, TD313-TD316): sequence control inputs,
 implicit state and batch_input targets read by name; the model class imported from a sibling
 module; initialize's checked lookups, and parameters read with a default; a configuration
 changed before it is read (an output appended, defaults merged, a method of self filling
@@ -771,7 +772,7 @@ BROKEN_CASES: list[Case] = [
         "Failed to get the canonical path for ",
         extra=parameter("EXECUTION_ENV_PATH", "$$TRITON_MODEL_DIRECTORY/env.tar.gz"),
     ),
-    # model.py as the stub runs it (TD313-TD315): the stub imports the file as module
+    # model.py as the stub runs it (TD313-TD316): the stub imports the file as module
     # '<version>.<file name>' and asks it for TritonPythonModel, then runs initialize.
     from_fixture(
         "TD313",
@@ -813,6 +814,13 @@ BROKEN_CASES: list[Case] = [
         "detector",
         "initialize reads parameter score_threshold, which config.pbtxt does not set",
         "KeyError: 'score_threshold'",
+    ),
+    from_fixture(
+        "TD316",
+        "postprocess",
+        "initialize raises its own exception when parameter mode is missing, and config.pbtxt "
+        "does not set it",
+        "TritonModelException: the parameter mode is required",
     ),
     Case(
         "py_parameter_inline",
@@ -1755,7 +1763,54 @@ ENSEMBLE_OUT = 'name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] }'
 UNBATCHED = ("max_batch_size: 8", "max_batch_size: 0")
 DECOUPLED = "model_transaction_policy { decoupled: true }"
 
+DUPLICATE_OUTPUT = (
+    'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] },\n'
+    '         { name: "OUTPUT0" data_type: TYPE_%s dims: [ 4 ] } ]'
+)
+
 ENSEMBLE_TENSORS_REFUSED: list[Case] = [
+    ensemble_tensors_case(
+        "ensemble_step_output_twice",
+        "the first step declares OUTPUT0 twice, alike: both are mapped to MID",
+        "in ensemble ensemble_step_output_twice, multiple outputs in model "
+        "ensemble_step_output_twice_step are mapped to the same ensemble tensor MID",
+        ("ensemble_step_output_twice_step", "good_plain"),
+        models=python_model("ensemble_step_output_twice_step",
+                            config("ensemble_step_output_twice_step",
+                                   outputs=DUPLICATE_OUTPUT % "FP32")),
+    ),
+    ensemble_tensors_case(
+        "ensemble_step_output_twice_types",
+        "the first step declares OUTPUT0 twice, as FP32 then BOOL: the second contradicts the "
+        "first",
+        "in ensemble ensemble_step_output_twice_types, ensemble tensor MID: inconsistent data "
+        "type: TYPE_FP32 is inferred from model ensemble_step_output_twice_types_step while "
+        "TYPE_BOOL is inferred from model ensemble_step_output_twice_types_step",
+        ("ensemble_step_output_twice_types_step", "good_plain"),
+        models=python_model("ensemble_step_output_twice_types_step",
+                            config("ensemble_step_output_twice_types_step",
+                                   outputs=DUPLICATE_OUTPUT % "BOOL")),
+    ),
+    ensemble_tensors_case(
+        "ensemble_step_no_inputs",
+        "the first step's config lists no inputs and its model.py adds none: IN maps to "
+        "nothing",
+        "in ensemble ensemble_step_no_inputs, ensemble tensor IN is mapping to non-existing "
+        "input INPUT0 in model ensemble_step_no_inputs_step",
+        ("ensemble_step_no_inputs_step", "good_plain"),
+        models=python_model("ensemble_step_no_inputs_step",
+                            config("ensemble_step_no_inputs_step", inputs="")),
+    ),
+    ensemble_tensors_case(
+        "ensemble_step_no_outputs",
+        "the second step's config lists no outputs and its model.py adds none: OUT comes "
+        "from nothing",
+        "in ensemble ensemble_step_no_outputs, ensemble tensor OUT is mapped from non-existing "
+        "output OUTPUT0 in model ensemble_step_no_outputs_step",
+        ("good_plain", "ensemble_step_no_outputs_step"),
+        models=python_model("ensemble_step_no_outputs_step",
+                            config("ensemble_step_no_outputs_step", outputs="")),
+    ),
     ensemble_tensors_case(
         "ensemble_shape_mid",
         "good_plain writes MID as [4]; the next step reads INPUT0 as [7, 1]",
