@@ -76,3 +76,24 @@ def test_td413_leaves_a_step_model_without_versions_to_td104(tmp_path: Path) -> 
     rules = {f.rule for f in _findings(tmp_path)}
     assert "TD104" in rules
     assert "TD413" not in rules
+
+
+def test_td412_trusts_a_written_max_batch_size_of_a_backend_it_does_not_model(
+        tmp_path: Path) -> None:
+    """A backend's auto-complete fills only a max_batch_size of 0: the identity backend's
+    written 2 is what the server compares with the ensemble's 3 (Triton's qa case)."""
+    (tmp_path / "small" / "1").mkdir(parents=True)
+    (tmp_path / "small" / "config.pbtxt").write_text(
+        'name: "small"\nbackend: "identity"\nmax_batch_size: 2\n'
+        'input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]\n'
+        'output [ { name: "OUT" data_type: TYPE_FP32 dims: [ 4 ] } ]\n')
+    _ensemble(tmp_path, (
+        '{ model_name: "small" model_version: -1 input_map { key: "IN" value: "X" } '
+        'output_map { key: "OUT" value: "Y" } }'
+    ))
+    config = tmp_path / "ens" / "config.pbtxt"
+    config.write_text(config.read_text().replace('platform: "ensemble"\n',
+                                                 'platform: "ensemble"\nmax_batch_size: 3\n'))
+    quoted = [f.triton_message for f in _findings(tmp_path) if f.rule == "TD412"]
+    assert quoted == ["ensemble ens allows maximum batch size 3, but it contains model small "
+                      "which only allows maximum batch size to be 2"]

@@ -142,11 +142,8 @@ class ModelView:
     @property
     def batches(self) -> bool | None:
         """Whether the server runs the model with a batch dimension (max_batch_size above 0);
-        None when the backend's auto-complete decides it from what was not read. A backend
-        fills in only a max_batch_size of 0: one above 0 stays (or the model is refused)."""
-        if self.max_batch_size_known:
-            return self.effective.max_batch_size > 0
-        return True if self.core.max_batch_size > 0 else None
+        None when the backend's auto-complete decides it from what was not read."""
+        return self.effective.max_batch_size > 0 if self.max_batch_size_known else None
 
     @cached_property
     def on_target(self) -> Any | None:

@@ -48,19 +48,19 @@ def complete_backend(
 #: Backends whose auto-complete leaves max_batch_size alone (PyTorch's only logs that it is
 #: "not supported for pytorch backend").
 KEEPS_MAX_BATCH_SIZE = frozenset({"pytorch"})
-#: Backends whose auto-complete fills max_batch_size from the model only when it is 0 (proto3
-#: hands them an unwritten one as 0), and refuses a larger one than the model supports.
-FILLS_ZERO_MAX_BATCH_SIZE = frozenset({"tensorrt", "tensorflow"})
 
 
 def max_batch_size_followed(
     config: Any, model_file: ModelFile | None, source: PythonSource | None
 ) -> bool:
-    """Whether ``complete_backend`` leaves max_batch_size as the backend does: always for the
-    backends followed from what was read; not when model.py's calls are computed, in a branch
-    or not all followed, nor for a backend whose auto-complete is not modelled (TensorRT fills
-    a 0 from the engine, which is not read)."""
-    if config.platform == "ensemble" or config.backend in KEEPS_MAX_BATCH_SIZE:
+    """Whether ``complete_backend`` leaves max_batch_size as the backend does: always for one
+    written above 0 (a backend's auto-complete fills only a 0, which proto3 hands it for an
+    unwritten one, and keeps or refuses any other) and for the backends followed from what was
+    read; not when model.py's calls are computed, in a branch or not all followed, nor for a
+    backend whose auto-complete is not modelled (TensorRT fills a 0 from the engine, which is
+    not read)."""
+    if (config.platform == "ensemble" or config.backend in KEEPS_MAX_BATCH_SIZE
+            or config.max_batch_size > 0):
         return True
     if config.backend == "python":
         facts = source.auto_complete if source is not None else None
@@ -72,4 +72,4 @@ def max_batch_size_followed(
         return True  # its auto-complete does not run
     if config.backend in ("onnxruntime", "openvino"):
         return model_file is not None and None not in (model_file.inputs, model_file.outputs)
-    return config.backend in FILLS_ZERO_MAX_BATCH_SIZE and config.max_batch_size > 0
+    return False
