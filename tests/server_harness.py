@@ -114,7 +114,7 @@ class ServerInstall:
 
 
 def _server_environment(tree: Path) -> dict[str, str]:
-    """The two environment fixes the bundled server needs on a pyenv/venv Python."""
+    """The two environment fixes the bundled server needs on a pyenv/venv Python, and no GPU."""
     env = dict(os.environ)
     libs = tree.parent.parent / "nvidia_pytriton.libs"
     libdir = sysconfig.get_config_var("LIBDIR") or ""
@@ -123,6 +123,10 @@ def _server_environment(tree: Path) -> dict[str, str]:
     # Not resolved: a venv's bin/python is a symlink, and its directory is what we want.
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in (bindir, env.get("PATH", "")) if p)
+    # The tests compare with a CPU-only server (SERVER_TARGET says --gpus 0). The wheel bundles
+    # libcudart, so on a GPU machine KIND_GPU and `gpus: [0]` would load, and check's errors
+    # for them would read as false errors: every machine shows the server no GPU.
+    env["CUDA_VISIBLE_DEVICES"] = ""
     return env
 
 
