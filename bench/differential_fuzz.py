@@ -4,7 +4,9 @@
 
 Prints the figures (verdict agreement, exact-reason agreement, false errors, misses) and
 every disagreement with both texts; ``--json`` also writes them as JSON. The acceptance of
-issue 12 is verdict >= 99 %, exact reason >= 95 %, 0 false errors over >= 400 repositories.
+issue 12 is verdict >= 99 % (of every repository), exact reason >= 95 %, 0 false errors over
+>= 400 repositories; a model-level false error, a repository the server gave no verdict on, a
+check that crashed and a rule that crashed fail it too.
 Needs the real server (the nvidia-pytriton wheel, as the tests do).
 """
 
@@ -21,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.differential.fuzz_generate import generate
 from tests.differential.fuzz_run import (
+    ACCEPTANCE,
     EXPLICIT_MODE,
     as_json,
     figures,
@@ -76,11 +79,7 @@ def main() -> int:
     print(f"({elapsed:.0f} s)")
     if args.json is not None:
         args.json.write_text(as_json(judgements, args.seed, SERVER_TARGET), encoding="utf-8")
-    f = figures(judgements)
-    met = f.verdict_rate >= 0.99 and f.exact_rate >= 0.95 and f.false_errors == 0
-    print(
-        "acceptance (verdict >= 99 %, exact >= 95 %, 0 false errors):", "MET" if met else "NOT MET"
-    )
+    print(f"acceptance ({ACCEPTANCE}):", "MET" if figures(judgements).met else "NOT MET")
     return 0
 
 

@@ -14,6 +14,7 @@ from triton_doctor.evidence import (
     from_jsonable,
     to_jsonable,
 )
+from triton_doctor.report import json_report
 from triton_doctor.triton.config_locations import field_lines, locate
 from triton_doctor.triton.repository_model import ModelView, read_version_dir
 
@@ -145,6 +146,9 @@ def test_a_failing_rule_is_reported_as_skipped_not_raised() -> None:
     result = run(Evidence(repository=collect_repository(DEMO)), [rule])
     assert not result.findings
     assert result.skipped and "internal error in the rule (KeyError" in result.skipped[0].reason
+    # The JSON report says so, for a harness (the differential fuzzer) to count it.
+    skipped = json.loads(json_report.render(result, {}, 0))["skipped"]
+    assert [s["internal"] for s in skipped] == [True] * len(result.skipped)
 
 
 def test_tree_shows_absent_only_within_the_depth_the_walk_lists(tmp_path: Path) -> None:

@@ -53,7 +53,10 @@ def render(result: Result, target: dict[str, Any], exit_code: int) -> str:
         "tool": {"name": "triton-doctor", "version": __version__},
         "target": target,
         "findings": [finding_dict(f) for f in result.findings],
-        "skipped": [{"rule": s.rule, "model": s.model, "reason": s.reason} for s in result.skipped],
+        "skipped": [
+            {"rule": s.rule, "model": s.model, "reason": s.reason, "internal": s.internal}
+            for s in result.skipped
+        ],
         "suppressed": [{**finding_dict(s.finding), "reason": s.reason} for s in result.suppressed],
         "summary": {**summary(result), "exit_code": exit_code},
     }

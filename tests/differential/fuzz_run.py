@@ -12,7 +12,11 @@ Per repository:
 * exact reason, where both refuse: every refused model's reason is quoted by one of the
   repository's error findings (``agreeing``), except an ensemble's that only says which of
   its steps the server refused, when those steps' reasons are quoted;
-* a false error: check errs where the server loads everything; a miss: the reverse.
+* a false error: check errs where the server loads everything; a miss: the reverse; a
+  model-level false error: check errs on a model the server loaded READY, whatever the rest;
+* a disagreement of its own: the server gave no verdict (unjudged), check gave no report
+  (a crash, a timeout, no JSON), or one of check's rules crashed. Every repository counts in
+  the verdict agreement's denominator, so none of these can raise it.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from tests.differential.oracle import (
 )
 
 __all__ = [
+    "ACCEPTANCE",
     "EXPLICIT_MODE",
     "Figures",
     "Judgement",
@@ -75,19 +80,37 @@ class Judgement:
     """Where both refuse: every refused model's reason is quoted by an error finding."""
     unjudged: str = ""
     """Why the server gave no verdict (no answer, a crash): never counted as agreement."""
+    check_failed: str = ""
+    """Why check gave no report (a crash, a timeout, no JSON): a disagreement of its own."""
+    rule_crashes: list[str] = field(default_factory=list)
+    """The rules that crashed in check (skips marked ``internal``): each one a disagreement."""
     doctor_stderr: str = ""
 
     @property
+    def false_error_models(self) -> list[str]:
+        """Models the server loaded READY that check reports an error on, even where the
+        server refused another model of the repository (hidden by the repository verdict)."""
+        erring = {finding.get("model") for finding in self.errors}
+        return [model for model, said in self.server.items() if said == "READY" and model in erring]
+
+    @property
     def verdict_agrees(self) -> bool:
-        return not self.unjudged and self.server_refused == self.doctor_refused
+        answered = not (self.unjudged or self.check_failed or self.rule_crashes)
+        return answered and self.server_refused == self.doctor_refused
 
     @property
     def kind(self) -> str:
         if self.unjudged:
             return "unjudged"
-        if self.server_refused == self.doctor_refused:
-            return "agree" if not self.server_refused or self.exact else "other-words"
-        return "false-error" if self.doctor_refused else "miss"
+        if self.check_failed:
+            return "check-failed"
+        if self.server_refused != self.doctor_refused:
+            return "false-error" if self.doctor_refused else "miss"
+        if self.false_error_models:
+            return "model-false-error"
+        if self.rule_crashes:
+            return "rule-crashed"
+        return "agree" if not self.server_refused or self.exact else "other-words"
 
 
 def _local_paths(text: str, batch: Path, repositories: Path) -> str:
@@ -121,10 +144,13 @@ def _judge_one(
             said = outcome.refusals.get(model)
             reason = said.text if said is not None else f"(no reason found) {load.error}"
             server[model] = _local_paths(reason, batch, repositories)
+    findings, crashes, check_failed = [], [], ""
     try:
-        findings = doctor.findings()
+        findings, crashes = doctor.findings(), doctor.crashed_rules()
     except AssertionError as failure:
-        findings, unjudged = [], unjudged or f"check failed: {failure}"
+        check_failed = str(failure)
+    if doctor.returncode != 0 and not check_failed:  # it runs with --exit-zero
+        check_failed = f"check exited {doctor.returncode}"
     errors = [f for f in findings if f.get("severity") == "error"]
     refused = {
         m: outcome.refusals.get(m) for m in repository.models if server.get(m, "READY") != "READY"
@@ -138,7 +164,9 @@ def _judge_one(
         server_refused=bool(refused),
         doctor_refused=bool(errors),
         unjudged=unjudged,
-        doctor_stderr=doctor.stderr[-2000:] if doctor.returncode not in (0, 1) else "",
+        check_failed=check_failed,
+        rule_crashes=crashes,
+        doctor_stderr=doctor.stderr[-2000:] if check_failed or crashes else "",
     )
     if refused and errors:
         quoted = {
@@ -234,27 +262,46 @@ def _judge_batch(
 class Figures:
     repositories: int
     judged: int
+    """Repositories both the server and check gave a verdict on."""
     server_refused: int
     verdict_agree: int
     both_refused: int
     exact_agree: int
     false_errors: int
+    model_false_errors: int
+    """Models the server loaded READY that check errs on, in any repository."""
     misses: int
     unjudged: int
+    check_failed: int
+    rule_crashed: int
     by_kind: dict[str, int] = field(default_factory=dict)
 
     @property
     def verdict_rate(self) -> float:
-        return self.verdict_agree / self.judged if self.judged else 0.0
+        """Over every repository: one without a verdict from both sides is a disagreement."""
+        return self.verdict_agree / self.repositories if self.repositories else 0.0
 
     @property
     def exact_rate(self) -> float:
         return self.exact_agree / self.both_refused if self.both_refused else 0.0
 
+    @property
+    def met(self) -> bool:
+        """The acceptance of issue 12 (ACCEPTANCE), with nothing left unjudged or crashed."""
+        failures = self.false_errors + self.model_false_errors + self.unjudged
+        failures += self.check_failed + self.rule_crashed
+        return self.verdict_rate >= 0.99 and self.exact_rate >= 0.95 and failures == 0
+
+
+ACCEPTANCE = (
+    "verdict >= 99 % of all, exact >= 95 %, 0 false errors (repository or model), "
+    "0 unjudged, 0 check failures, 0 rule crashes"
+)
+
 
 def figures(judgements: Iterable[Judgement]) -> Figures:
     listed = list(judgements)
-    judged = [j for j in listed if not j.unjudged]
+    judged = [j for j in listed if not (j.unjudged or j.check_failed)]
     both = [j for j in judged if j.server_refused and j.doctor_refused]
     kinds: dict[str, int] = {}
     for j in listed:
@@ -263,12 +310,15 @@ def figures(judgements: Iterable[Judgement]) -> Figures:
         repositories=len(listed),
         judged=len(judged),
         server_refused=sum(j.server_refused for j in judged),
-        verdict_agree=sum(j.verdict_agrees for j in judged),
+        verdict_agree=sum(j.verdict_agrees for j in listed),
         both_refused=len(both),
         exact_agree=sum(bool(j.exact) for j in both),
-        false_errors=sum(j.kind == "false-error" for j in judged),
-        misses=sum(j.kind == "miss" for j in judged),
-        unjudged=len(listed) - len(judged),
+        false_errors=sum(j.doctor_refused and not j.server_refused for j in judged),
+        model_false_errors=sum(len(j.false_error_models) for j in judged),
+        misses=sum(j.server_refused and not j.doctor_refused for j in judged),
+        unjudged=sum(bool(j.unjudged) for j in listed),
+        check_failed=sum(bool(j.check_failed) for j in listed),
+        rule_crashed=sum(bool(j.rule_crashes) for j in judged),
         by_kind=kinds,
     )
 
@@ -286,6 +336,10 @@ def _describe(j: Judgement) -> list[str]:
         lines.append("  check: no error")
     if j.unjudged:
         lines.append(f"  unjudged: {j.unjudged[:600]}")
+    if j.check_failed:
+        lines.append(f"  check failed: {j.check_failed[:600]}")
+    lines += [f"  rule crashed: {crash[:600]}" for crash in j.rule_crashes]
+    lines += [f"  false error on READY model: {model}" for model in j.false_error_models]
     if j.doctor_stderr:
         lines.append(f"  check stderr: {j.doctor_stderr[-600:]}")
     return lines
@@ -296,11 +350,16 @@ def report(judgements: Sequence[Judgement], seed: int, options: Sequence[str]) -
     f = figures(judgements)
     lines = [
         f"differential fuzz: seed {seed}, {f.repositories} repositories, check {' '.join(options)}",
-        f"server refused {f.server_refused} of {f.judged} judged ({f.unjudged} unjudged)",
-        f"verdict agreement:      {f.verdict_agree}/{f.judged} = {100 * f.verdict_rate:.1f} %",
+        f"server refused {f.server_refused} of {f.judged} judged by both",
+        f"verdict agreement:      {f.verdict_agree}/{f.repositories}"
+        f" = {100 * f.verdict_rate:.1f} % (of all)",
         f"exact-reason agreement: {f.exact_agree}/{f.both_refused} = {100 * f.exact_rate:.1f} %",
         f"false errors:           {f.false_errors}",
+        f"model false errors:     {f.model_false_errors}",
         f"misses:                 {f.misses}",
+        f"unjudged (server):      {f.unjudged}",
+        f"check failures:         {f.check_failed}",
+        f"rule crashes:           {f.rule_crashed}",
         f"by kind: {json.dumps(f.by_kind, sort_keys=True)}",
     ]
     for j in judgements:
@@ -315,7 +374,15 @@ def as_json(judgements: Sequence[Judgement], seed: int, options: Sequence[str]) 
     document = {
         "seed": seed,
         "options": list(options),
-        "figures": {**asdict(f), "verdict_rate": f.verdict_rate, "exact_rate": f.exact_rate},
-        "repositories": [{**asdict(j), "kind": j.kind} for j in judgements],
+        "figures": {
+            **asdict(f),
+            "verdict_rate": f.verdict_rate,
+            "exact_rate": f.exact_rate,
+            "met": f.met,
+        },
+        "repositories": [
+            {**asdict(j), "kind": j.kind, "false_error_models": j.false_error_models}
+            for j in judgements
+        ],
     }
     return json.dumps(document, indent=2)

@@ -172,8 +172,7 @@ class DoctorRun:
     stdout: str = ""
     stderr: str = ""
 
-    def findings(self) -> list[dict[str, Any]]:
-        """The parsed ``findings``; AssertionError (with what the CLI printed) otherwise."""
+    def _report(self) -> dict[str, Any]:
         try:
             report = json.loads(self.stdout)
         except ValueError:
@@ -184,7 +183,20 @@ class DoctorRun:
                 f"command: {' '.join(self.command)}\nexit code: {self.returncode}\n"
                 f"stdout: {self.stdout[-2000:]!r}\nstderr: {self.stderr[-2000:]}"
             )
-        return [f for f in report["findings"] if isinstance(f, dict)]
+        return report
+
+    def findings(self) -> list[dict[str, Any]]:
+        """The parsed ``findings``; AssertionError (with what the CLI printed) otherwise."""
+        return [f for f in self._report()["findings"] if isinstance(f, dict)]
+
+    def crashed_rules(self) -> list[str]:
+        """``rule model: reason`` of each rule that crashed (a skip marked ``internal``)."""
+        skipped = self._report().get("skipped")
+        return [
+            f"{s.get('rule')} {s.get('model')}: {s.get('reason')}"
+            for s in (skipped if isinstance(skipped, list) else [])
+            if isinstance(s, dict) and s.get("internal") is True
+        ]
 
     def for_model(self, *models: str | None) -> list[dict[str, Any]]:
         return [f for f in self.findings() if f.get("model") in models]

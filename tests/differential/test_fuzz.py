@@ -63,8 +63,13 @@ def test_check_agrees_with_the_server(
     )
     context = f"mutations: {judgement.mutations}\nserver:\n{said}\ncheck errors:\n{found}"
     assert not judgement.unjudged, f"the server gave no verdict: {judgement.unjudged}\n{context}"
+    assert not judgement.check_failed, f"check gave no report: {judgement.check_failed}"
+    assert not judgement.rule_crashes, f"rules crashed: {judgement.rule_crashes}\n{context}"
     assert not (judgement.doctor_refused and not judgement.server_refused), (
         f"false error: check errs on a repository the server loads\n{context}"
+    )
+    assert not judgement.false_error_models, (
+        f"false error: check errs on {judgement.false_error_models}, loaded READY\n{context}"
     )
     assert judgement.doctor_refused == judgement.server_refused, f"missed refusal\n{context}"
     if judgement.server_refused:
