@@ -10,7 +10,7 @@ from triton_doctor.checks.autocomplete_calls import follow
 from triton_doctor.checks.formats import LISTED_BUT_MISSING
 from triton_doctor.checks.python_initialize import initialize_reads
 from triton_doctor.checks.unavailable import describe_os_error
-from triton_doctor.evidence import PythonSource
+from triton_doctor.evidence import AutoCompleteFacts, PythonSource
 from triton_doctor.safe_files import FileTooLarge, read_file
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
@@ -89,6 +89,14 @@ def _package_init(path: str) -> str | None:
         return None
 
 
+def _may_inherit(node: ast.ClassDef) -> bool:
+    """Whether the class may get methods it does not define: a base other than ``object``, a
+    metaclass or a decorator."""
+    bases = [base for base in node.bases if not (isinstance(base, ast.Name)
+                                                 and base.id == "object")]
+    return bool(bases or node.keywords or node.decorator_list)
+
+
 def _read_model_class(node: ast.ClassDef, source: PythonSource) -> None:
     """Its methods, auto_complete_config and what initialize certainly reads. A decorated
     class or initialize, or an initialize bound another way, may run other code: its reads
@@ -105,6 +113,12 @@ def _read_model_class(node: ast.ClassDef, source: PythonSource) -> None:
             initialize = None  # initialize = wrap(initialize)
         if isinstance(item, ast.FunctionDef) and item.name == "auto_complete_config":
             source.auto_complete = follow(item)
+    if source.auto_complete is None and _may_inherit(node):
+        # The stub asks the class, so an auto_complete_config of a base class runs too: what it
+        # sets is unknown, as for one whose calls are computed (and it is not claimed to
+        # return nothing).
+        source.auto_complete = AutoCompleteFacts(exact=False, returns_value=True,
+                                                 line=node.lineno)
     if initialize is not None and not node.decorator_list and not node.keywords:
         source.initialize_reads = initialize_reads(initialize)
 

@@ -120,25 +120,21 @@ def _listed(kind: str, names: list[str]) -> str:
 
 
 def declares_io(model: ModelView) -> bool:
-    """Whether the step model's tensors are known: its config lists them, or (without a
-    config.pbtxt) the backend's auto-complete was followed exactly from the model file or
-    model.py, or a Python model's model.py adds none to what its config lists."""
+    """Whether the step model's tensors are known: those of the configuration it runs, as
+    written or as its backend's auto-complete was followed from the model file (a Python
+    model's: see _python_io_settled)."""
     config = model.effective
-    if not (config.input and config.output):
+    if config.backend == "python":
         return _python_io_settled(model)
-    if model.state == "parsed":
-        return True
-    if model.state != "absent":
-        return False
-    return config.backend != "python" or model.auto_complete_exact is True
+    return bool(config.input and config.output) and model.state in ("parsed", "absent")
 
 
 def _python_io_settled(model: ModelView) -> bool:
     """Whether a Python model has exactly the tensors its configuration lists, even none:
     model.py is the module the stub imports, defines the model class, and its
-    auto_complete_config is absent or followed exactly."""
+    auto_complete_config (its own, not inherited) is absent or followed exactly."""
     source = model.python_source()
-    return (model.effective.backend == "python" and model.state in ("parsed", "absent")
+    return (model.state in ("parsed", "absent")
             and source is not None and source.has_model_class
             and not source.may_define_model_class and source.imported_instead is None
             and source.syntax_error is None and model.auto_complete_exact is not False)

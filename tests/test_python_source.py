@@ -289,3 +289,15 @@ def test_a_guard_that_raises_without_the_parameter_is_a_read(tmp_path: Path) -> 
     assert [(r.name, r.line, r.raises) for r in source.initialize_reads] == [
         ("MODE", 8, "TritonModelException: the parameter MODE is required"),
         ("SCALE", 10, ""), ("BIAS", 13, "RuntimeError: BIAS missing")]
+
+
+@pytest.mark.parametrize("header", ["class TritonPythonModel(Base):",
+                                    "class TritonPythonModel(metaclass=Registered):",
+                                    "@register\nclass TritonPythonModel:"])
+def test_an_auto_complete_config_a_base_may_give_is_not_known(tmp_path: Path,
+                                                               header: str) -> None:
+    """The stub asks the class for auto_complete_config, inherited ones included."""
+    source = _read(tmp_path, f"{header}\n    def execute(self, requests):\n        return []\n")
+    assert source.auto_complete is not None and not source.auto_complete.exact
+    plain = _read(tmp_path, "class TritonPythonModel(object):\n    pass\n")
+    assert plain.auto_complete is None

@@ -1901,7 +1901,41 @@ ENSEMBLE_TENSORS_REFUSED: list[Case] = [
     ),
 ]
 
+INHERITED_AUTO_COMPLETE = MODEL_PY.replace(
+    "class TritonPythonModel:",
+    "class Declares:\n    @staticmethod\n    def auto_complete_config(config):\n"
+    + "".join(f"        {line}\n" for line in FILL_IO.splitlines())
+    + "\n\nclass TritonPythonModel(Declares):",
+)
+COMPUTED_OUTPUT = """\
+for name in EXTRA:
+    config.add_output({"name": name, "data_type": "TYPE_FP32", "dims": [4]})
+return config"""
+
 ENSEMBLE_TENSORS_GOOD: list[Case] = [
+    ensemble_tensors_case(
+        "good_ensemble_inherited_io",
+        "", "",
+        ("good_ensemble_inherited_io_step", "good_plain"),
+        models={
+            "good_ensemble_inherited_io_step/config.pbtxt":
+                config("good_ensemble_inherited_io_step", **NO_IO),
+            "good_ensemble_inherited_io_step/1/model.py": INHERITED_AUTO_COMPLETE,
+        },
+    ),
+    ensemble_tensors_case(
+        "good_ensemble_computed_output",
+        "", "",
+        ("good_ensemble_computed_output_step", "good_plain"),
+        ('output_map { key: "OUTPUT0" value: "MID" }',
+         'output_map { key: "OUTPUT1" value: "MID" }'),
+        models={
+            "good_ensemble_computed_output_step/config.pbtxt":
+                config("good_ensemble_computed_output_step"),
+            "good_ensemble_computed_output_step/1/model.py":
+                'EXTRA = ["OUTPUT1"]\n' + auto_complete_py(COMPUTED_OUTPUT),
+        },
+    ),
     ensemble_tensors_case(
         "good_ensemble_unbatched_steps",
         "", "",
