@@ -308,6 +308,8 @@ def _exception_words(statement: ast.Raise) -> str:
     if (isinstance(raised, ast.Call) and len(raised.args) == 1 and not raised.keywords
             and (message := _literal(raised.args[0])) is not None):
         name = _called(raised.func)
+        if name == "KeyError":  # str() of a KeyError is the repr of its argument
+            message = repr(message)
         return f"{name}: {message}" if name else ""
     return ""
 

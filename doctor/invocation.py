@@ -306,7 +306,8 @@ def _revealed_gpus(evidence: Evidence) -> int | None:
     no GPU series (GPU metrics off) and an empty NVML list (a sidecar given no GPUs) do not show
     a CPU-only server. None when nothing tells."""
     scrapes = evidence.metrics.scrapes if evidence.metrics is not None else []
-    reported = {sample.labels["gpu_uuid"] for sample in (scrapes[-1].samples if scrapes else [])
+    whole = scrapes[-1] if scrapes and not scrapes[-1].unread_lines else None  # else some missing
+    reported = {sample.labels["gpu_uuid"] for sample in (whole.samples if whole else [])
                 if sample.name.startswith("nv_gpu_") and "gpu_uuid" in sample.labels}
     if reported:
         return len(reported)

@@ -103,7 +103,9 @@ def _step_model(target: ModelView, known: dict[str, _StepModel]) -> _StepModel:
             input_nodes=[(t.name, node(t)) for t in config.input],
             output_nodes=_by_name(config.output, node),
             fix=f"{config.name} has {_listed('inputs', list(inputs))} and "
-            f"{_listed('outputs', sorted(outputs))}; map those names.",
+            f"{_listed('outputs', sorted(outputs))}"
+            + ("; map those names." if inputs or outputs else
+               ": declare its tensors in its config.pbtxt."),
         )
     return known[target.name]
 

@@ -280,6 +280,8 @@ def test_a_guard_that_raises_without_the_parameter_is_a_read(tmp_path: Path) -> 
                     raise ValueError(f"SCALE is {params.get('SCALE')}")
                 if config["parameters"].get("BIAS") is None:
                     raise RuntimeError("BIAS missing")
+                if "TOP_K" not in params:
+                    raise KeyError("TOP_K is required")
                 if "OPTIONAL" not in params:
                     self.optional = None
                 if "OTHER" in params:
@@ -288,7 +290,8 @@ def test_a_guard_that_raises_without_the_parameter_is_a_read(tmp_path: Path) -> 
         """))
     assert [(r.name, r.line, r.raises) for r in source.initialize_reads] == [
         ("MODE", 8, "TritonModelException: the parameter MODE is required"),
-        ("SCALE", 10, ""), ("BIAS", 13, "RuntimeError: BIAS missing")]
+        ("SCALE", 10, ""), ("BIAS", 13, "RuntimeError: BIAS missing"),
+        ("TOP_K", 15, "KeyError: 'TOP_K is required'")]
 
 
 @pytest.mark.parametrize("header", ["class TritonPythonModel(Base):",
