@@ -278,7 +278,12 @@ def test_a_snapshot_keeps_its_gpu_count_unless_a_flag_or_setting_names_another(
         _check(tmp_path, target="x.json").options_for_snapshot(CheckOptions(gpus=10**12))
 
 
-def test_config_judges_one_gpu_unless_told(tmp_path: Path) -> None:
+def test_config_judges_for_a_machine_only_when_told(tmp_path: Path) -> None:
+    """`config` shows groups as on one GPU by default, but judges no GPU count it was not
+    given (see tests/test_config_command.py)."""
     (tmp_path / "m").mkdir()
-    config = Invocation.from_args(build_parser().parse_args(["config", str(tmp_path / "m")]))
-    assert config.options_for(Evidence()).gpus == 1
+    def gpus(*flags: str) -> int | None:
+        argv = ["config", str(tmp_path / "m"), *flags]
+        return Invocation.from_args(build_parser().parse_args(argv)).options_for(Evidence()).gpus
+    assert gpus() is None
+    assert gpus("--gpus", "0") == 0
