@@ -43,8 +43,16 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--keep", type=Path, help="keep the generated repositories here")
     args = parser.parse_args()
-    # Stopped by a signal, still stop the server and its stubs (they run in their own session).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    servers: list[TritonServer] = []
+
+    def terminate(*_: object) -> None:
+        # Kill the server first: the in-flight loads then fail at once, where the unwinding
+        # below would wait for them (up to their timeout) before stopping it.
+        for server in servers:
+            server.kill()
+        sys.exit(143)
+
+    signal.signal(signal.SIGTERM, terminate)
     tree = locate_server_tree()
     if tree is None:
         print("no tritonserver: pip install --no-deps nvidia-pytriton==0.7.0", file=sys.stderr)
@@ -54,16 +62,16 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="td-fuzz-") as scratch:
         workdir = args.keep or Path(scratch)
         install = ServerInstall.prepare(tree, Path(scratch) / "tritonserver")
-        servers = iter(range(1_000_000))
 
         def start(repository: Path) -> TritonServer:
             server = TritonServer(
                 install,
                 repository,
-                Path(scratch) / f"server{next(servers)}",
+                Path(scratch) / f"server{len(servers)}",
                 *EXPLICIT_MODE,
                 wait_for="/v2/health/live",
             )
+            servers.append(server)
             return server.start()
 
         began = time.monotonic()

@@ -18,12 +18,17 @@ Why the details below matter:
 * Every server serves a temporary copy of the repository, because the stub writes
   ``__pycache__`` next to ``model.py``.
 * A Python model stuck in LOADING never finishes a graceful shutdown, so stopping ends with
-  SIGKILL to the whole process group, and leftover ``/dev/shm`` regions are removed by prefix.
+  SIGKILL to the whole process group, and leftover ``/dev/shm`` regions are removed by prefix;
+  so is the Python backend's ``/tmp/python_env_*`` directory, which a graceful exit removes.
+* A server dies with the process that started it (PR_SET_PDEATHSIG), so a killed test run
+  leaves none running in its own session.
+* No GPU is visible to it: the tests compare with a CPU-only server.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import http.client
 import importlib.util
 import json
@@ -38,6 +43,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -54,6 +60,55 @@ __all__ = [
 
 SHM_DIR = Path("/dev/shm")
 """Where the Python backend creates its shared-memory regions (one per stub)."""
+
+PYTHON_ENV_DIRS = Path("/tmp")
+"""Where the Python backend makes ``python_env_XXXXXX`` when it initializes (pb_env.cc's
+mkdtemp: a fixed template, no pid); only a graceful exit removes it."""
+
+
+def _python_envs() -> set[Path]:
+    return set(PYTHON_ENV_DIRS.glob("python_env_*"))
+
+
+def _python_backend_running(excluding: int) -> bool:
+    """Whether a live ``tritonserver`` other than ``excluding`` has the Python backend loaded,
+    and may own a ``python_env`` directory (nothing tells whose a directory is)."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == excluding:
+            continue
+        with contextlib.suppress(OSError):
+            if (proc / "comm").read_text().strip() != "tritonserver":
+                continue
+            if "libtriton_python.so" in (proc / "maps").read_text():
+                return True
+    return False
+
+
+PR_SET_PDEATHSIG = 1
+"""From <linux/prctl.h>."""
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` giving the child SIGKILL when its parent dies (Linux prctl), so a
+    killed test run leaves no server behind; None elsewhere.
+
+    prctl is resolved here, in the parent: the child, forked from a threaded process, only
+    calls it. The signal comes when the *thread* that started the child ends, so start
+    servers from a thread that outlives them (the main thread does)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return set_death_signal
 
 
 class ServerExitedError(RuntimeError):
@@ -181,6 +236,7 @@ class TritonServer:
         self.http_port = 0
         self.metrics_port = 0
         self.process: subprocess.Popen[bytes] | None = None
+        self._envs_before: set[Path] = set()
 
     @property
     def http_url(self) -> str:
@@ -221,8 +277,10 @@ class TritonServer:
         self.metrics_port = _free_port()
         while self.metrics_port == self.http_port:
             self.metrics_port = _free_port()
+        self._envs_before = _python_envs()
         with self.log_path.open("wb") as log:
-            # Own session: the stubs are in the server's process group and die with it.
+            # Own session: the stubs are in the server's process group and die with it. The
+            # server dies with this process (the stubs notice their parent is gone).
             self.process = subprocess.Popen(
                 self.command(),
                 stdin=subprocess.DEVNULL,
@@ -231,6 +289,7 @@ class TritonServer:
                 env=self.install.env,
                 cwd=self.workdir,
                 start_new_session=True,
+                preexec_fn=_die_with_parent(),
             )
         if self.wait_for is not None:
             self._wait_until_up(self.wait_for)
@@ -268,9 +327,19 @@ class TritonServer:
         except subprocess.TimeoutExpired:
             return None
 
-    def stop(self, grace: float = 10.0) -> int | None:
-        """SIGTERM, up to ``grace`` seconds, then SIGKILL the group; remove its shm regions.
+    def kill(self) -> None:
+        """SIGKILL the whole group now, without waiting (safe in a signal handler); :meth:`stop`
+        still reaps it and cleans up."""
+        if self.process is not None and self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
+    def stop(self, grace: float = 10.0) -> int | None:
+        """SIGTERM, up to ``grace`` seconds, then SIGKILL the group; remove its shm regions
+        and, after an exit that was not graceful, its ``python_env`` directory.
+
+        A graceful exit takes a few seconds (``--exit-timeout-secs=5`` for the unloads, then
+        the stubs); one with a model stuck loading never ends, so give it a short ``grace``.
         Safe to call more than once. Returns the exit code (negative for a signal).
         """
         proc = self.process
@@ -287,7 +356,17 @@ class TritonServer:
         if proc.poll() is None:
             proc.wait(timeout=10)
         self._remove_shm()
+        self._remove_python_envs()
         return proc.returncode
+
+    def _remove_python_envs(self) -> None:
+        """Remove the ``python_env`` directories made since this server started, when no
+        other live server may own one: a graceful exit has removed this server's already."""
+        made = _python_envs() - self._envs_before
+        if not made or self.process is None or _python_backend_running(self.process.pid):
+            return
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
 
     def _remove_shm(self) -> None:
         if not SHM_DIR.is_dir():

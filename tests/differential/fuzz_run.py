@@ -246,13 +246,17 @@ def _judge_batch(
     with ThreadPoolExecutor(max_workers=2) as pool:
         doctors = [pool.submit(check, r) for r in batch]
         server = start(batch_dir)
+        hung = True
         try:
             models = [m for r in batch for m in r.models]
             outcome = load_all(server, models, workers=4, timeout=45.0)
+            hung = any(load.status == 0 for load in outcome.loads.values())
             code = server.returncode()
             crashed = "" if code is None else f"the server exited ({code}) during the batch"
         finally:
-            server.stop(grace=1.0)  # nothing is left to learn from a graceful unload
+            # A graceful exit removes the Python backend's /tmp directory; a load that never
+            # answered would keep it from ending.
+            server.stop(grace=1.0 if hung else 30.0)
         runs = [d.result() for d in doctors]
     judged = zip(batch, runs, strict=True)
     return [_judge_one(r, outcome, run, server.repository, own, crashed) for r, run in judged]
