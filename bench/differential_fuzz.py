@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.differential.fuzz_generate import generate
 from tests.differential.fuzz_run import (
     ACCEPTANCE,
-    EXPLICIT_MODE,
+    SERVER_OPTIONS,
     as_json,
     figures,
     judge,
@@ -68,7 +68,7 @@ def main() -> int:
                 install,
                 repository,
                 Path(scratch) / f"server{len(servers)}",
-                *EXPLICIT_MODE,
+                *SERVER_OPTIONS,
                 wait_for="/v2/health/live",
             )
             servers.append(server)

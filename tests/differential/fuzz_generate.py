@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from pathlib import Path
 
 from tests.differential.fuzz_mutations import mutate
 from tests.differential.fuzz_spec import base_repository, files_of
 
-__all__ = ["GeneratedRepository", "generate", "write"]
+__all__ = ["GeneratedRepository", "generate"]
 
 
 @dataclass(frozen=True)
@@ -36,15 +35,3 @@ def generate(seed: int, index: int) -> GeneratedRepository:
     models = tuple(m.name for m in spec.models)
     return GeneratedRepository(index, prefix, files_of(spec), models, tuple(spec.mutations))
 
-
-def write(root: Path, repository: GeneratedRepository) -> Path:
-    """Write the repository's files under ``root`` (a path ending in '/' is a directory)."""
-    for relative, content in repository.files.items():
-        path = root / relative
-        if relative.endswith("/"):
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-    root.mkdir(parents=True, exist_ok=True)
-    return root

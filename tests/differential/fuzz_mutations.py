@@ -628,6 +628,8 @@ def mutate(rng: random.Random, spec: RepositorySpec) -> None:
     if rng.random() < 0.125:
         model = rng.choice([m for m in spec.models if m.config is not None] or spec.models)
         if model.config is not None:
-            text, done = rng.choice(TEXT_MUTATIONS)(rng, render(model.config))
-            model.config_text = text
-            spec.mutations.append(f"{model.name}: config text, {done}")
+            rendered = render(model.config)
+            text, done = rng.choice(TEXT_MUTATIONS)(rng, rendered)
+            if text != rendered:  # a replacement finds nothing to replace in some configs
+                model.config_text = text
+                spec.mutations.append(f"{model.name}: config text, {done}")

@@ -30,8 +30,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.differential.fuzz_generate import GeneratedRepository, write
+from tests.differential.fuzz_generate import GeneratedRepository
 from tests.differential.oracle import (
+    EXPLICIT_MODE,
     SERVER_TARGET,
     DoctorRun,
     ExplicitModeResult,
@@ -40,11 +41,12 @@ from tests.differential.oracle import (
     TritonServer,
     agreeing,
     load_all,
+    write_repository,
 )
 
 __all__ = [
     "ACCEPTANCE",
-    "EXPLICIT_MODE",
+    "SERVER_OPTIONS",
     "Figures",
     "Judgement",
     "as_json",
@@ -53,14 +55,16 @@ __all__ = [
     "report",
 ]
 
-EXPLICIT_MODE = (
-    "--model-control-mode=explicit",
-    "--exit-on-error=false",
-    "--strict-readiness=false",
-)
+
+SERVER_OPTIONS = (*EXPLICIT_MODE, "--backend-config=python,stub-timeout-seconds=120")
+"""The fuzzer's server: explicit mode, and 120 s for a stub to start (30 s by default), so a
+slow machine starting a batch's stubs at once gives no refusal of its own."""
+
+LOAD_TIMEOUT = 150.0
+"""Longer than a stub may take to start: a slow load is waited for, not left unjudged."""
 
 StartServer = Callable[[Path], TritonServer]
-"""Starts an explicit-mode server (EXPLICIT_MODE, waiting for /v2/health/live) on a path."""
+"""Starts a server with SERVER_OPTIONS (waiting for /v2/health/live) on a path."""
 
 
 @dataclass
@@ -113,10 +117,10 @@ class Judgement:
         return "agree" if not self.server_refused or self.exact else "other-words"
 
 
-def _local_paths(text: str, batch: Path, repositories: Path) -> str:
-    """The batch directory's paths in ``text`` as the paths of each repository of its own."""
-    pattern = re.escape(str(batch)) + r"/(f\d+n\d{4})_"
-    return re.sub(pattern, lambda m: f"{repositories}/{m[1]}/{m[1]}_", text)
+def _local_paths(text: str, batch: Path, repositories: Path, prefix: str) -> str:
+    """The paths of ``prefix``'s models in the batch directory as in its own repository (where
+    check saw them); every model name starts with its repository's prefix, then ``_``."""
+    return text.replace(f"{batch}/{prefix}_", f"{repositories}/{prefix}/{prefix}_")
 
 
 def _summary(finding: dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +147,7 @@ def _judge_one(
         else:
             said = outcome.refusals.get(model)
             reason = said.text if said is not None else f"(no reason found) {load.error}"
-            server[model] = _local_paths(reason, batch, repositories)
+            server[model] = _local_paths(reason, batch, repositories, repository.prefix)
     findings, crashes, check_failed = [], [], ""
     try:
         findings, crashes = doctor.findings(), doctor.crashed_rules()
@@ -172,7 +176,8 @@ def _judge_one(
         quoted = {
             model
             for model, said in refused.items()
-            if said is not None and agreeing(errors, _localised(said, batch, repositories))
+            if said is not None
+            and agreeing(errors, _localised(said, batch, repositories, repository.prefix))
         }
         judgement.exact = all(
             model in quoted or _refused_for(said, quoted) for model, said in refused.items()
@@ -182,7 +187,7 @@ def _judge_one(
 
 # An ensemble refused because one of its steps was (core's model_repository_manager.cc).
 _DEPENDENCY = re.compile(
-    r"contains models that are not available or ambiguous: (?P<list>[\w, ]+)"
+    r"contains models that are not available or ambiguous: (?P<list>.+)"
     r"|depends on '(?P<one>[^']+)' which has no loaded version"
 )
 
@@ -195,15 +200,15 @@ def _refused_for(said: Refusal | None, quoted: set[str]) -> bool:
     if said is None or not (match := _DEPENDENCY.search(said.reason)):
         return False
     names = match["one"] or match["list"]
-    return all(name.strip() in quoted for name in names.split(","))
+    return all(name.strip() in quoted for name in names.split(", "))
 
 
-def _localised(said: Refusal, batch: Path, repositories: Path) -> Refusal:
+def _localised(said: Refusal, batch: Path, repositories: Path, prefix: str) -> Refusal:
     return Refusal(
         said.model,
-        _local_paths(said.reason, batch, repositories),
+        _local_paths(said.reason, batch, repositories, prefix),
         said.source,
-        tuple(_local_paths(text, batch, repositories) for text in said.related),
+        tuple(_local_paths(text, batch, repositories, prefix) for text in said.related),
     )
 
 
@@ -223,8 +228,8 @@ def judge(
         batch_dir = workdir / f"batch{first // batch_size:03d}"
         shutil.rmtree(batch_dir, ignore_errors=True)
         for repository in batch:
-            write(batch_dir, repository)
-            write(own / repository.prefix, repository)
+            write_repository(batch_dir, [repository])
+            write_repository(own / repository.prefix, [repository])
         judgements += _judge_batch(batch, start, batch_dir, own, options)
         if progress is not None:
             done = judgements[-len(batch) :]
@@ -249,7 +254,7 @@ def _judge_batch(
         hung = True
         try:
             models = [m for r in batch for m in r.models]
-            outcome = load_all(server, models, workers=4, timeout=45.0)
+            outcome = load_all(server, models, workers=4, timeout=LOAD_TIMEOUT)
             hung = any(load.status == 0 for load in outcome.loads.values())
             code = server.returncode()
             crashed = "" if code is None else f"the server exited ({code}) during the batch"

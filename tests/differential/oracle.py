@@ -23,15 +23,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from tests.differential.cases import Case
 from tests.server_harness import LoadResult, TritonServer
 
 __all__ = [
+    "EXPLICIT_MODE",
     "SERVER_TARGET",
     "DoctorRun",
     "ExplicitModeResult",
+    "HasFiles",
     "InferAnswer",
     "LoadResult",
     "LogLine",
@@ -206,6 +208,14 @@ class DoctorRun:
 #: GPUs. Judged for it, triton-doctor must say what that server says.
 SERVER_TARGET = ("--triton-version", "2.51.0", "--gpus", "0")
 
+#: How the oracle's server runs: it loads only what it is asked to, keeps running after a
+#: refusal, and answers /v2/health/ready while a model is refused.
+EXPLICIT_MODE = (
+    "--model-control-mode=explicit",
+    "--exit-on-error=false",
+    "--strict-readiness=false",
+)
+
 
 class PendingDoctor:
     """triton-doctor started in the background, so it runs while the server loads models."""
@@ -229,7 +239,14 @@ class PendingDoctor:
         return self.run
 
 
-def write_repository(root: Path, cases: Iterable[Case]) -> Path:
+class HasFiles(Protocol):
+    """A case, or a generated repository: its files relative to the repository root."""
+
+    @property
+    def files(self) -> Mapping[str, str]: ...
+
+
+def write_repository(root: Path, cases: Iterable[HasFiles]) -> Path:
     """Write the cases' files under ``root`` (a path ending in '/' is an empty directory)."""
     for case in cases:
         for relative, content in case.files.items():

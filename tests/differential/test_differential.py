@@ -55,6 +55,7 @@ from .cases import (
     InferenceProbe,
 )
 from .oracle import (
+    EXPLICIT_MODE,
     SERVER_TARGET,
     DoctorRun,
     ExplicitModeResult,
@@ -104,13 +105,6 @@ def _known_disagreements(cases: list[Case]) -> list[object]:
         )
         for case in cases
     ]
-
-
-EXPLICIT_MODE = (
-    "--model-control-mode=explicit",
-    "--exit-on-error=false",
-    "--strict-readiness=false",
-)
 
 
 @dataclass

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.differential.fuzz_generate import GeneratedRepository, generate
-from tests.differential.fuzz_run import EXPLICIT_MODE, Judgement, judge
+from tests.differential.fuzz_run import SERVER_OPTIONS, Judgement, judge
 from tests.differential.oracle import TritonServer
 
 SEED = 12
@@ -31,10 +31,10 @@ def judgements(
     triton_server: Callable[..., TritonServer], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[int, Judgement]:
     def start(repository: Path) -> TritonServer:
-        return triton_server(repository, *EXPLICIT_MODE, wait_for="/v2/health/live")
+        return triton_server(repository, *SERVER_OPTIONS, wait_for="/v2/health/live")
 
     workdir = tmp_path_factory.mktemp("fuzz")
-    judged = judge(REPOSITORIES, start, workdir, batch_size=COUNT)
+    judged = judge(REPOSITORIES, start, workdir, batch_size=20)  # as the full run
     return {j.index: j for j in judged}
 
 

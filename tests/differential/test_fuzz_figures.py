@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.differential.fuzz_generate import GeneratedRepository
-from tests.differential.fuzz_run import Judgement, _judge_one, figures
-from tests.differential.oracle import DoctorRun, ExplicitModeResult, LoadResult
+from tests.differential.fuzz_run import Judgement, _judge_one, _local_paths, _refused_for, figures
+from tests.differential.oracle import DoctorRun, ExplicitModeResult, LoadResult, Refusal
 
 REFUSED = "failed to load 'x': bad config"
 
@@ -95,3 +95,28 @@ def test_check_without_a_report_or_with_a_crashed_rule_is_a_disagreement() -> No
     assert crashed.doctor_stderr == "stderr"
     clean = _judge_ready(_doctor(json.dumps({"findings": [], "skipped": []})))
     assert clean.kind == "agree" and not clean.doctor_stderr
+
+
+def test_paths_are_localised_for_every_prefix_the_generator_makes() -> None:
+    batch, own = Path("/w/batch000"), Path("/w/repositories")
+    for prefix in ("f1n0003", "f-7n0003", "f1n1000"):
+        text = f"{batch}/{prefix}_m/config.pbtxt; {batch}/{prefix}0_m/1/model.py"
+        assert _local_paths(text, batch, own, prefix) == (
+            f"{own}/{prefix}/{prefix}_m/config.pbtxt; {batch}/{prefix}0_m/1/model.py"
+        )
+
+
+def test_an_ensemble_refused_for_its_steps_counts_when_their_reasons_are_quoted() -> None:
+    steps = "f-1n10000_s0, f-1n10000_s1"
+    listed = f"ensemble f-1n10000_e contains models that are not available or ambiguous: {steps}\n"
+    said = Refusal("f-1n10000_e", listed, "load response")
+    assert _refused_for(said, {"f-1n10000_s0", "f-1n10000_s1"})
+    assert not _refused_for(said, {"f-1n10000_s0"})
+    one = (
+        "ensemble 'f-2n0001_e' depends on 'f-2n0001_s1' which has no loaded version. "
+        "Model 'f-2n0001_s1' loading failed with error: bad"
+    )
+    assert _refused_for(Refusal("f-2n0001_e", one, "load response"), {"f-2n0001_s1"})
+    assert not _refused_for(Refusal("f-2n0001_e", one, "load response"), set())
+    assert not _refused_for(Refusal("m", "some other reason", "load response"), {"m"})
+    assert not _refused_for(None, {"m"})
