@@ -4,6 +4,7 @@ are in commands.py; exit codes are an API, see README)."""
 from __future__ import annotations
 
 import argparse
+import difflib
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -17,10 +18,43 @@ from triton_doctor.triton.normalize import MAX_GPUS
 
 class _Parser(argparse.ArgumentParser):
     """Usage errors quote the command line, which may hold names globbed from a repository
-    (``check models/*``): escaped like every other message."""
+    (``check models/*``): escaped like every other message. A mistyped flag, subcommand or
+    choice is answered with the closest known one."""
 
     def error(self, message: str) -> NoReturn:
         super().error(printable(message))
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: None = None) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            known = self._option_strings(getattr(parsed, "command", None))
+            hints = [_did_you_mean(extra.split("=", 1)[0], known)
+                     for extra in extras if extra.startswith("-")]
+            self.error(f"unrecognized arguments: {' '.join(extras)}{''.join(hints)}")
+        return parsed
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        try:
+            super()._check_value(action, value)  # type: ignore[misc]
+        except argparse.ArgumentError as error:
+            choices = [str(choice) for choice in action.choices or ()]
+            raise argparse.ArgumentError(
+                action, error.message + _did_you_mean(str(value), choices)) from None
+
+    def _option_strings(self, command: str | None) -> list[str]:
+        """The flags this parser and the subcommand it ran know."""
+        known = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and command in action.choices:
+                known += action.choices[command]._option_string_actions
+        return known
+
+
+def _did_you_mean(word: str, known: Sequence[str]) -> str:
+    """``; did you mean X?`` for the known word closest to ``word``, or nothing."""
+    close = difflib.get_close_matches(word, known, n=1)
+    return f"; did you mean {close[0]}?" if close else ""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -272,3 +272,17 @@ def test_a_kindless_group_naming_a_gpu_no_machine_has_is_made_kind_cpu(tmp_path:
     (finding,) = check_json(tmp_path, "--select", "TD231")["findings"]
     assert finding["triton_message"] == ("instance group gpu_twenty_0 of model gpu_twenty has "
                                          "kind KIND_CPU but specifies one or more GPUs")
+
+
+@pytest.mark.parametrize(("argv", "suggestion"), [
+    (("chek", "repo"), "did you mean check?"),
+    (("check", "--foramt", "json", "repo"), "did you mean --format?"),
+    (("check", "--fail-on=warnin", "repo"), "did you mean warning?"),
+    (("config", "--disable-autocomplete-config", "repo"),
+     "did you mean --disable-auto-complete-config?"),
+])
+def test_a_mistyped_word_is_a_usage_error_naming_the_closest(
+        argv: tuple[str, ...], suggestion: str) -> None:
+    proc = run_cli(*argv)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.rstrip().endswith(suggestion), proc.stderr
