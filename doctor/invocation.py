@@ -167,8 +167,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
     target = _target(args, settings)
     output = Output(
         format=args.format,
-        colour=args.color == "always" or (
-            args.color == "auto" and sys.stdout.isatty() and "NO_COLOR" not in os.environ),
+        colour=_colour(args.color),
         fail_on=Severity.parse(args.fail_on or settings.fail_on),
         exit_zero=args.exit_zero,
         tui=args.tui,
@@ -264,6 +263,19 @@ def _sources(args: argparse.Namespace, settings: Settings) -> Sources:
         container=args.container,
         snapshot=args.snapshot,
     )
+
+
+def _colour(flag: str) -> bool:
+    """``--color`` first; then NO_COLOR (no-color.org) over FORCE_COLOR (force-color.org), each
+    set when not empty, so that a user's "no colour" is never overruled by a CI's "colour";
+    FORCE_COLOR=0, which some tools read as "off", forces nothing; else only a terminal."""
+    if flag != "auto":
+        return flag == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
+        return True
+    return sys.stdout.isatty()
 
 
 def _split(values: Sequence[str] | None) -> list[str]:

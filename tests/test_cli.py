@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -286,3 +289,21 @@ def test_a_mistyped_word_is_a_usage_error_naming_the_closest(
     proc = run_cli(*argv)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.rstrip().endswith(suggestion), proc.stderr
+
+
+@pytest.mark.parametrize(("env", "flag", "coloured"), [
+    ({"FORCE_COLOR": "1"}, "auto", True),
+    ({"FORCE_COLOR": "0"}, "auto", False),
+    ({"FORCE_COLOR": ""}, "auto", False),
+    ({"FORCE_COLOR": "1", "NO_COLOR": "1"}, "auto", False),
+    ({"FORCE_COLOR": "1"}, "never", False),
+    ({"NO_COLOR": "1"}, "always", True),
+])
+def test_force_color_colours_a_pipe_unless_no_color_or_the_flag_says_otherwise(
+        env: dict[str, str], flag: str, coloured: bool) -> None:
+    environment = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "triton_doctor", "check", "--color", flag, str(DEMO)],
+        capture_output=True, text=True, timeout=60, check=False, env={**environment, **env})
+    assert proc.returncode == 1, proc.stderr
+    assert ("\x1b[31m" in proc.stdout) == coloured
