@@ -307,3 +307,21 @@ def test_force_color_colours_a_pipe_unless_no_color_or_the_flag_says_otherwise(
         capture_output=True, text=True, timeout=60, check=False, env={**environment, **env})
     assert proc.returncode == 1, proc.stderr
     assert ("\x1b[31m" in proc.stdout) == coloured
+
+
+@pytest.mark.parametrize("output", ["full disk", "closed pipe"])
+def test_output_that_cannot_be_written_is_exit_2_in_one_line(output: str) -> None:
+    if output == "full disk":
+        stdout = os.open("/dev/full", os.O_WRONLY)
+    else:
+        reader, stdout = os.pipe()
+        os.close(reader)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "triton_doctor", "check", str(DEMO)],
+                              stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=60,
+                              check=False)
+    finally:
+        os.close(stdout)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("triton-doctor: cannot write the output: ")
+    assert len(proc.stderr.splitlines()) == 1, proc.stderr
