@@ -184,6 +184,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--disable-auto-complete-config", action="store_true",
         help="as tritonserver --disable-auto-complete-config: no backend auto-complete",
     )
+    config.add_argument(
+        "-o", "--output", metavar="FILE",
+        help="write FILE (replaced whole, never half-written) instead of stdout; not the "
+        "model's own config.pbtxt unless --force",
+    )
+    config.add_argument(
+        "--force", action="store_true",
+        help="let -o replace the config.pbtxt being read (its comments and layout are lost)",
+    )
     _add_target_options(config)
 
     rules = subcommands.add_parser("rules", help="list the rules")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 from google.protobuf import text_format
 from triton_doctor.triton import model_config
 
-from tests.helpers import run_cli, write_model
+from tests.helpers import GOOD_CONFIG, run_cli, write_model
 
 AUTO_COMPLETING = '''
 class TritonPythonModel:
@@ -87,3 +89,33 @@ def test_gpu_ids_are_judged_only_for_a_machine_named(tmp_path: Path) -> None:
     one = run_cli("config", str(model), "--gpus", "1")
     assert one.returncode == 1
     assert "specifies invalid or unsupported gpu id 1" in one.stderr
+
+
+def test_output_file_gets_what_stdout_would(tmp_path: Path) -> None:
+    model = write_model(tmp_path / "repo", "ranker", GOOD_CONFIG)
+    printed = run_cli("config", str(model)).stdout
+    proc = run_cli("config", str(model), "-o", str(tmp_path / "effective.pbtxt"))
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr
+    assert (tmp_path / "effective.pbtxt").read_text() == printed
+    unwritable = run_cli("config", str(model), "-o", str(tmp_path / "no" / "such.pbtxt"))
+    assert unwritable.returncode == 2 and "Traceback" not in unwritable.stderr
+
+
+def test_the_config_being_read_is_replaced_only_with_force(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "ranker", GOOD_CONFIG)
+    config = model / "config.pbtxt"
+    refused = run_cli("config", str(model), "-o", str(tmp_path / "." / "ranker" / "config.pbtxt"))
+    assert refused.returncode == 2 and "--force" in refused.stderr, refused.stderr
+    assert config.read_text() == GOOD_CONFIG
+    forced = run_cli("config", str(model), "-o", str(config), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert _parse(config.read_text()) == _parse(run_cli("config", str(model)).stdout)
+
+
+def test_stdout_redirected_onto_the_config_is_refused_even_with_force(tmp_path: Path) -> None:
+    model = write_model(tmp_path, "ranker", GOOD_CONFIG)
+    with (model / "config.pbtxt").open("w") as stdout:  # what `> DIR/config.pbtxt` does
+        proc = subprocess.run([sys.executable, "-m", "triton_doctor", "config", str(model),
+                               "--force"], stdout=stdout, stderr=subprocess.PIPE, text=True,
+                              timeout=60, check=False)
+    assert proc.returncode == 2 and "emptied" in proc.stderr, proc.stderr
