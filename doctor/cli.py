@@ -4,11 +4,7 @@ are in commands.py; exit codes are an API, see README)."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import difflib
-import errno
-import os
-import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -72,7 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     check = subcommands.add_parser(
         "check", help="check a model repository offline, a running server, or both"
     )
-    check.add_argument("repository", nargs="?", help="path to the model repository")
+    check.add_argument(
+        "repositories", nargs="*", metavar="REPOSITORY",
+        help="path to a model repository; several make one report, summed per repository",
+    )
     check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
     check.add_argument(
         "--fail-on",
@@ -120,6 +119,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--snapshot", metavar="FILE", help="judge the Evidence saved by `triton-doctor snapshot`"
     )
     check.add_argument("--color", choices=("auto", "always", "never"), default="auto")
+    check.add_argument(
+        "-o", "--output-file", metavar="FILE",
+        help="write the report to FILE (replaced whole, never left half-written), not stdout",
+    )
+    check.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="text: only the findings at or above --fail-on and the summary line; nothing "
+        "when none reaches it",
+    )
+    check.add_argument(
+        "--statistics", action="store_true",
+        help="count the findings per rule (text: a table after the report; json: statistics)",
+    )
     check.add_argument(
         "--tui", action="store_true",
         help="browse the findings in a terminal UI (Enter: a model, /: filter, q: quit)",
@@ -184,15 +196,6 @@ def build_parser() -> argparse.ArgumentParser:
         "--disable-auto-complete-config", action="store_true",
         help="as tritonserver --disable-auto-complete-config: no backend auto-complete",
     )
-    config.add_argument(
-        "-o", "--output", metavar="FILE",
-        help="write FILE (replaced whole, never half-written) instead of stdout; not the "
-        "model's own config.pbtxt unless --force",
-    )
-    config.add_argument(
-        "--force", action="store_true",
-        help="let -o replace the config.pbtxt being read (its comments and layout are lost)",
-    )
     _add_target_options(config)
 
     rules = subcommands.add_parser("rules", help="list the rules")
@@ -254,33 +257,6 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        code = _run(args)
-        sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
-        return code
-    except OSError as error:
-        if error.errno not in _OUTPUT_LOST:
-            raise
-        return _output_lost(error)
-
-
-#: What writing to stdout meets when its file fills up or its reader has gone.
-_OUTPUT_LOST = {errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
-
-
-def _output_lost(error: OSError) -> int:
-    """A report that could not be written whole is a failed run (exit 2), said on stderr in
-    one line; stdout is pointed at /dev/null so that Python's flush at exit, which would meet
-    the same error, adds no traceback of its own."""
-    commands.say(f"cannot write the output: {error.strerror or error}")
-    with contextlib.suppress(OSError, ValueError):  # not a file descriptor (tests capture it)
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-    return commands.EXIT_USAGE
-
-
-def _run(args: argparse.Namespace) -> int:
-    try:
         if args.command == "rules":
             return commands.rules(args.format)
         if args.command == "explain":
@@ -296,3 +272,5 @@ def _run(args: argparse.Namespace) -> int:
     except model_config.SchemaUnavailable as error:
         commands.say(error)
         return commands.EXIT_USAGE
+    except BrokenPipeError:
+        return commands.EXIT_OK

@@ -9,12 +9,11 @@ import os
 import sys
 
 from triton_doctor.catalogue import all_rules, describe, find_rule
-from triton_doctor.engine import Result
+from triton_doctor.engine import Result, merged
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.invocation import Invocation, Output
 from triton_doctor.printable import display_name, printable
-from triton_doctor.safe_files import write_file
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -50,8 +49,10 @@ def _collected(invocation: Invocation, live: bool = True) -> Evidence:
 
 
 def check(invocation: Invocation) -> int:
+    """Each repository is collected and judged on its own (``per_repository``), and the
+    Results merged into one report."""
     try:
-        evidence = _collected(invocation)
+        judged = [(one, _collected(one)) for one in invocation.per_repository()]
     except _Stop as stop:
         return stop.code
     output = invocation.output
@@ -59,42 +60,74 @@ def check(invocation: Invocation) -> int:
         from triton_doctor.tui.launch import browse
 
         try:
-            result = browse(invocation, evidence)
+            results = [browse(invocation, judged[0][1])]
         except ValueError as error:
             say(error)
             return EXIT_USAGE
     else:
-        result = invocation.judge(evidence)
+        results = [one.judge(evidence) for one, evidence in judged]
+    result = merged(results)
     for skipped in result.skipped:
         if skipped.internal:
             say(f"{skipped.rule} on {skipped.model or 'the repository'}: {skipped.reason}")
     code = _exit_code(result, output)
     if output.tui:
         return code
+    evidence = judged[0][1]
+    parts = [(e.repository.path if e.repository else None, r)
+             for (_, e), r in zip(judged, results, strict=True)]
+    statistics = None
+    if output.statistics:
+        from triton_doctor.report.statistics import per_rule
+
+        statistics = per_rule(f for f in result.findings
+                              if not output.quiet or f.severity >= output.fail_on)
     if output.format == "json":
         from triton_doctor.report import json_report
+        from triton_doctor.report.several import summaries
 
-        sys.stdout.write(json_report.render(result, _judged(invocation, evidence), code))
+        report = json_report.render(result, _judged(invocation, evidence), code,
+                                    summaries(parts) or None, statistics)
     elif output.format == "sarif":
         from triton_doctor.report import sarif
 
-        sys.stdout.write(sarif.render(result, list(invocation.rules), os.getcwd()))
+        report = sarif.render(result, list(invocation.rules), os.getcwd())
     else:
-        from triton_doctor.report import text
+        from triton_doctor.report import several
+        from triton_doctor.report.statistics import table
 
-        sys.stdout.write(text.render(
-            result, colour=output.colour,
-            repository=evidence.repository.path if evidence.repository else None,
-            settings=invocation.settings_source, gpus=evidence.options.gpus))
-    return code
+        report = several.render(
+            parts, colour=output.colour, settings=invocation.settings_source,
+            gpus=evidence.options.gpus, quiet_below=output.fail_on if output.quiet else None)
+        if statistics is not None and (report or not output.quiet):
+            report += table(statistics)
+    return _written(report, output.path) or code
 
 
-def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int]:
-    """What was judged, for the JSON report."""
-    target: dict[str, str | int] = {}
+def _written(report: str, path: str | None) -> int | None:
+    """``report`` on stdout, or in the file ``path`` (replaced whole); EXIT_USAGE, said, when
+    that file cannot be written."""
+    if path is None:
+        sys.stdout.write(report)
+        return None
+    from triton_doctor.safe_files import write_file
+
+    try:
+        write_file(path, report.encode())
+    except OSError as error:
+        say(f"cannot write {path}: {error.strerror or error}")
+        return EXIT_USAGE
+    return None
+
+
+def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int | list[str]]:
+    """What was judged, for the JSON report (``evidence``: the first repository's)."""
+    target: dict[str, str | int | list[str]] = {}
     if invocation.settings_source:
         target["settings"] = invocation.settings_source
-    if evidence.repository is not None:
+    if len(invocation.sources.repositories) > 1:
+        target["repositories"] = list(invocation.sources.repositories)
+    elif evidence.repository is not None:
         target["repository"] = evidence.repository.path
     if evidence.server is not None:
         target["server"] = evidence.server.url
@@ -155,15 +188,7 @@ def config(invocation: Invocation) -> int:
     refusals = [finding.triton_message or finding.message
                 for finding in invocation.judge(evidence).findings
                 if finding.model == name and finding.severity >= Severity.ERROR]
-    text = effective_config_text(evidence, name)
-    if invocation.output.path is None:
-        sys.stdout.write(text)
-    else:
-        try:
-            write_file(invocation.output.path, text.encode("utf-8"))
-        except OSError as error:
-            say(f"cannot write {invocation.output.path}: {error.strerror or error}")
-            return EXIT_USAGE
+    sys.stdout.write(effective_config_text(evidence, name))
     for refusal in refusals:
         say(f"the server would refuse this model: {refusal}")
     return EXIT_FINDINGS if refusals else EXIT_OK

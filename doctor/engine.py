@@ -29,6 +29,18 @@ class Result:
     models: int = 0
 
 
+def merged(results: Sequence[Result]) -> Result:
+    """One Result of several judged apart (``check REPO REPO ...``), in their order."""
+    total = Result()
+    for result in results:
+        total.findings += result.findings
+        total.skipped += result.skipped
+        total.suppressed += result.suppressed
+        total.rules_run += result.rules_run
+        total.models += result.models
+    return total
+
+
 def run(
     evidence: Evidence,
     rules: Sequence[Rule],

@@ -12,11 +12,10 @@ commands, the TUI) take an Invocation; none reads a flag or a setting itself.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -41,6 +40,9 @@ class Sources:
     """What the run reads: a snapshot, or a repository and/or a running server."""
 
     repository: str | None = None
+    #: ``check``: every repository given, the first being ``repository``; each is judged on
+    #: its own (``Invocation.per_repository``) and the reports merged.
+    repositories: tuple[str, ...] = ()
     #: Read configs/NAME.pbtxt where a model has one, as tritonserver --model-config-name.
     model_config_name: str | None = None
     #: ``config``: the model directory shown (``repository`` is the directory above it).
@@ -79,8 +81,12 @@ class Output:
     exit_zero: bool = False
     #: ``check --tui``: browse the findings instead of printing them.
     tui: bool = False
-    #: ``snapshot -o FILE``.
+    #: ``snapshot -o FILE``; ``check -o FILE``, the report's file (None: stdout).
     path: str | None = None
+    #: ``check --quiet``: the text report shows only the findings at or above fail_on.
+    quiet: bool = False
+    #: ``check --statistics``: findings counted per rule.
+    statistics: bool = False
     #: ``watch``: seconds between polls, and where its s key writes snapshots.
     interval_s: float = 1.0
     save_dir: str = "."
@@ -104,7 +110,7 @@ class Invocation:
         settings file first."""
         if args.command == "config":
             return _config(args)
-        settings = load_settings(args.config, Path(args.repository or ".").absolute())
+        settings = load_settings(args.config, Path((_repositories(args) or (".",))[0]).absolute())
         if args.command == "check":
             return _check(args, settings)
         if args.command == "watch":
@@ -156,6 +162,15 @@ class Invocation:
                              f"{options.gpus}, not 0 to {MAX_GPUS}; or judge it with --gpus N")
         return options
 
+    def per_repository(self) -> list[Invocation]:
+        """The run for each repository given, alone (one settings file, found from the first,
+        for them all)."""
+        if len(self.sources.repositories) < 2:
+            return [self]
+        return [replace(self, sources=replace(self.sources, repository=path,
+                                              repositories=(path,)))
+                for path in self.sources.repositories]
+
     def judge(self, evidence: Evidence) -> Result:
         """The selected rules and the settings file's waivers over ``evidence``."""
         return run(evidence, self.rules, self.waivers, self.settings_source or "settings")
@@ -166,14 +181,26 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
     rules = select_rules(_split(args.select) or settings.select,
                          [*settings.ignore, *_split(args.ignore)])
     target = _target(args, settings)
+    sources = _sources(args, settings)
+    if len(sources.repositories) > 1 and (args.url or args.tui):
+        raise UsageError("several repositories make one static report; --url and --tui take "
+                         "one")
+    if args.output_file and args.tui:
+        raise UsageError("--output-file writes a report; --tui shows one")
+    if args.quiet and args.format != "text":
+        raise UsageError(f"--quiet shortens the text report; --format {args.format} reports "
+                         "everything")
     output = Output(
         format=args.format,
         colour=_colour(args.color),
         fail_on=Severity.parse(args.fail_on or settings.fail_on),
         exit_zero=args.exit_zero,
         tui=args.tui,
+        path=args.output_file,
+        quiet=args.quiet,
+        statistics=args.statistics,
     )
-    return Invocation("check", _sources(args, settings), target, output, tuple(rules),
+    return Invocation("check", sources, target, output, tuple(rules),
                       tuple(settings.waivers), settings.source)
 
 
@@ -199,30 +226,10 @@ def _config(args: argparse.Namespace) -> Invocation:
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
         raise UsageError(f"{model_dir}: not a model directory")
-    _not_the_config_read(model_dir / "config.pbtxt", args.output, args.force)
     target = _target(args, Settings())
     sources = Sources(repository=str(model_dir.absolute().parent),
                       model_dir=model_dir.absolute().name)
-    return Invocation("config", sources, target, Output(path=args.output),
-                      rules=tuple(all_rules()))
-
-
-def _not_the_config_read(config: Path, output: str | None, force: bool) -> None:
-    """``config DIR > DIR/config.pbtxt`` has emptied the config before it is read (the shell
-    truncates first): refused, --force or not. ``-o DIR/config.pbtxt`` is safe but replaces
-    the user's file: refused without --force."""
-    redirected = False
-    with contextlib.suppress(OSError, ValueError):  # no config, or stdout not a descriptor
-        redirected = output is None and os.path.samestat(os.fstat(sys.stdout.fileno()),
-                                                         os.stat(config))
-    if redirected:
-        raise UsageError(f"stdout is {config}, which the shell emptied before it could be "
-                         "read; restore it and write with -o FILE")
-    if output is not None and not force and os.path.realpath(output) == os.path.realpath(
-            config):
-        raise UsageError(f"-o {output} would replace the config being read, {config}, with "
-                         "what the server would run (its comments and layout lost); add "
-                         "--force to do so")
+    return Invocation("config", sources, target, rules=tuple(all_rules()))
 
 
 def _settings_rules(settings: Settings) -> list[Rule]:
@@ -268,13 +275,15 @@ def _known(resolve: Callable[[Any], T], value: str | None, by_flag: bool,
 def _sources(args: argparse.Namespace, settings: Settings) -> Sources:
     """Raises UsageError unless the run reads a snapshot alone, or a repository and/or a
     server."""
-    if args.snapshot and (args.repository or args.url):
+    repositories = _repositories(args)
+    if args.snapshot and (repositories or args.url):
         raise UsageError("--snapshot judges a saved snapshot; give it alone")
-    if not (args.snapshot or args.repository or args.url):
+    if not (args.snapshot or repositories or args.url):
         raise UsageError("give a model repository, --url URL of a running server, or "
                          "--snapshot FILE")
     return Sources(
-        repository=args.repository,
+        repository=repositories[0] if repositories else None,
+        repositories=repositories,
         model_config_name=args.model_config_name or settings.model_config_name,
         url=args.url,
         metrics_url=args.metrics_url,
@@ -297,6 +306,13 @@ def _colour(flag: str) -> bool:
     if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
         return True
     return sys.stdout.isatty()
+
+
+def _repositories(args: argparse.Namespace) -> tuple[str, ...]:
+    """The repositories named: ``check`` takes several, ``watch`` and ``snapshot`` one."""
+    several = getattr(args, "repositories", None)
+    one = getattr(args, "repository", None)
+    return tuple(several) if several else ((one,) if one else ())
 
 
 def _split(values: Sequence[str] | None) -> list[str]:

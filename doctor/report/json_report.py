@@ -47,8 +47,12 @@ def summary(result: Result) -> dict[str, int]:
     }
 
 
-def render(result: Result, target: dict[str, Any], exit_code: int) -> str:
-    document = {
+def render(result: Result, target: dict[str, Any], exit_code: int,
+           repositories: list[dict[str, Any]] | None = None,
+           statistics: dict[str, Any] | None = None) -> str:
+    """``repositories``: each repository's own summary (``summary.repositories``);
+    ``statistics``: the findings counted per rule (``--statistics``)."""
+    document: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "tool": {"name": "triton-doctor", "version": __version__},
         "target": target,
@@ -60,4 +64,8 @@ def render(result: Result, target: dict[str, Any], exit_code: int) -> str:
         "suppressed": [{**finding_dict(s.finding), "reason": s.reason} for s in result.suppressed],
         "summary": {**summary(result), "exit_code": exit_code},
     }
+    if repositories is not None:
+        document["summary"]["repositories"] = repositories
+    if statistics is not None:
+        document["statistics"] = statistics
     return json_printable(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"

@@ -68,18 +68,27 @@ def _label(model: str) -> str:
     return f'"{shown}"' if shown[0].isspace() or shown[-1].isspace() else shown
 
 
-def render(result: Result, colour: bool = False, repository: str | None = None,
-           settings: str | None = None, gpus: int | None = None) -> str:
-    """``repository``: the path the findings' paths begin with, under which each model's
-    directory heads its findings. ``settings``: the settings file that applied, named first,
-    since it can select, ignore and waive rules. ``gpus``: how many GPUs the judged server
-    has, named since instance groups are judged for that machine (None: unknown)."""
-    style = Style(colour)
+def header(settings: str | None = None, gpus: int | None = None) -> list[str]:
+    """``settings``: the settings file that applied, named first, since it can select, ignore
+    and waive rules. ``gpus``: how many GPUs the judged server has, named since instance
+    groups are judged for that machine (None: unknown)."""
     out: list[str] = [f"settings: {printable(settings)}"] if settings else []
     if gpus is not None:
         out.append(f"machine: {gpus} GPU{'' if gpus == 1 else 's'}"
                    + (" (a CPU-only server)" if gpus == 0 else ""))
-    for model, group in groupby(result.findings, key=lambda f: f.model):
+    return out
+
+
+def render(result: Result, colour: bool = False, repository: str | None = None,
+           settings: str | None = None, gpus: int | None = None,
+           lowest: Severity = Severity.INFO) -> str:
+    """``repository``: the path the findings' paths begin with, under which each model's
+    directory heads its findings; ``settings`` and ``gpus`` as for ``header``. Only the
+    findings at or above ``lowest`` are shown (``--quiet``); the summary counts them all."""
+    style = Style(colour)
+    out = header(settings, gpus)
+    shown = (f for f in result.findings if f.severity >= lowest)
+    for model, group in groupby(shown, key=lambda f: f.model):
         findings = list(group)
         model_path = _model_path(model, findings, repository)
         label = _label(model) if model else (
@@ -100,6 +109,13 @@ def render(result: Result, colour: bool = False, repository: str | None = None,
             if finding.fix:
                 out.extend(_wrap("fix: ", finding.fix))
         out.append("")
+    out.append(summary_line(result, colour))
+    return "\n".join(out) + "\n"
+
+
+def summary_line(result: Result, colour: bool = False, prefix: str = "") -> str:
+    """The counts of ``result`` on one line, marked ✗ when it holds an error."""
+    style = Style(colour)
     counts = summary(result)
     affected = len({f.model for f in result.findings})
     tally = ", ".join(_plural(counts[str(s)], str(s)) for s in reversed(Severity))
@@ -111,8 +127,7 @@ def render(result: Result, colour: bool = False, repository: str | None = None,
     if counts["suppressed"]:
         line += f" · {counts['suppressed']} suppressed inline"
     mark = style("✗", "31") if counts["error"] else style("✓", "32")
-    out.append(f"{mark} {line}")
-    return "\n".join(out) + "\n"
+    return f"{mark} {prefix}{line}"
 
 
 def _plural(count: int, noun: str) -> str:
