@@ -4,7 +4,11 @@ are in commands.py; exit codes are an API, see README)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import errno
+import os
+import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -196,6 +200,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--disable-auto-complete-config", action="store_true",
         help="as tritonserver --disable-auto-complete-config: no backend auto-complete",
     )
+    config.add_argument(
+        "-o", "--output", metavar="FILE",
+        help="write FILE (replaced whole, never half-written) instead of stdout; not the "
+        "model's own config.pbtxt unless --force",
+    )
+    config.add_argument(
+        "--force", action="store_true",
+        help="let -o replace the config.pbtxt being read (its comments and layout are lost)",
+    )
     _add_target_options(config)
 
     rules = subcommands.add_parser("rules", help="list the rules")
@@ -257,6 +270,33 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        code = _run(args)
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
+        return code
+    except OSError as error:
+        if error.errno not in _OUTPUT_LOST:
+            raise
+        return _output_lost(error)
+
+
+#: What writing to stdout meets when its file fills up or its reader has gone.
+_OUTPUT_LOST = {errno.EPIPE, errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
+
+
+def _output_lost(error: OSError) -> int:
+    """A report that could not be written whole is a failed run (exit 2), said on stderr in
+    one line; stdout is pointed at /dev/null so that Python's flush at exit, which would meet
+    the same error, adds no traceback of its own."""
+    commands.say(f"cannot write the output: {error.strerror or error}")
+    with contextlib.suppress(OSError, ValueError):  # not a file descriptor (tests capture it)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return commands.EXIT_USAGE
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
         if args.command == "rules":
             return commands.rules(args.format)
         if args.command == "explain":
@@ -272,5 +312,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except model_config.SchemaUnavailable as error:
         commands.say(error)
         return commands.EXIT_USAGE
-    except BrokenPipeError:
-        return commands.EXIT_OK

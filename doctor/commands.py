@@ -14,6 +14,7 @@ from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.invocation import Invocation, Output
 from triton_doctor.printable import display_name, printable
+from triton_doctor.safe_files import write_file
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -110,8 +111,6 @@ def _written(report: str, path: str | None) -> int | None:
     if path is None:
         sys.stdout.write(report)
         return None
-    from triton_doctor.safe_files import write_file
-
     try:
         write_file(path, report.encode())
     except OSError as error:
@@ -188,7 +187,15 @@ def config(invocation: Invocation) -> int:
     refusals = [finding.triton_message or finding.message
                 for finding in invocation.judge(evidence).findings
                 if finding.model == name and finding.severity >= Severity.ERROR]
-    sys.stdout.write(effective_config_text(evidence, name))
+    text = effective_config_text(evidence, name)
+    if invocation.output.path is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            write_file(invocation.output.path, text.encode("utf-8"))
+        except OSError as error:
+            say(f"cannot write {invocation.output.path}: {error.strerror or error}")
+            return EXIT_USAGE
     for refusal in refusals:
         say(f"the server would refuse this model: {refusal}")
     return EXIT_FINDINGS if refusals else EXIT_OK

@@ -12,6 +12,7 @@ commands, the TUI) take an Invocation; none reads a flag or a setting itself.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -226,10 +227,30 @@ def _config(args: argparse.Namespace) -> Invocation:
     model_dir = Path(args.model_dir)
     if not model_dir.is_dir():
         raise UsageError(f"{model_dir}: not a model directory")
+    _not_the_config_read(model_dir / "config.pbtxt", args.output, args.force)
     target = _target(args, Settings())
     sources = Sources(repository=str(model_dir.absolute().parent),
                       model_dir=model_dir.absolute().name)
-    return Invocation("config", sources, target, rules=tuple(all_rules()))
+    return Invocation("config", sources, target, Output(path=args.output),
+                      rules=tuple(all_rules()))
+
+
+def _not_the_config_read(config: Path, output: str | None, force: bool) -> None:
+    """``config DIR > DIR/config.pbtxt`` has emptied the config before it is read (the shell
+    truncates first): refused, --force or not. ``-o DIR/config.pbtxt`` is safe but replaces
+    the user's file: refused without --force."""
+    redirected = False
+    with contextlib.suppress(OSError, ValueError):  # no config, or stdout not a descriptor
+        redirected = output is None and os.path.samestat(os.fstat(sys.stdout.fileno()),
+                                                         os.stat(config))
+    if redirected:
+        raise UsageError(f"stdout is {config}, which the shell emptied before it could be "
+                         "read; restore it and write with -o FILE")
+    if output is not None and not force and os.path.realpath(output) == os.path.realpath(
+            config):
+        raise UsageError(f"-o {output} would replace the config being read, {config}, with "
+                         "what the server would run (its comments and layout lost); add "
+                         "--force to do so")
 
 
 def _settings_rules(settings: Settings) -> list[Rule]:
@@ -295,6 +316,13 @@ def _sources(args: argparse.Namespace, settings: Settings) -> Sources:
     )
 
 
+def _repositories(args: argparse.Namespace) -> tuple[str, ...]:
+    """The repositories named: ``check`` takes several, ``watch`` and ``snapshot`` one."""
+    several = getattr(args, "repositories", None)
+    one = getattr(args, "repository", None)
+    return tuple(several) if several else ((one,) if one else ())
+
+
 def _colour(flag: str) -> bool:
     """``--color`` first; then NO_COLOR (no-color.org) over FORCE_COLOR (force-color.org), each
     set when not empty, so that a user's "no colour" is never overruled by a CI's "colour";
@@ -306,13 +334,6 @@ def _colour(flag: str) -> bool:
     if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
         return True
     return sys.stdout.isatty()
-
-
-def _repositories(args: argparse.Namespace) -> tuple[str, ...]:
-    """The repositories named: ``check`` takes several, ``watch`` and ``snapshot`` one."""
-    several = getattr(args, "repositories", None)
-    one = getattr(args, "repository", None)
-    return tuple(several) if several else ((one,) if one else ())
 
 
 def _split(values: Sequence[str] | None) -> list[str]:
