@@ -111,6 +111,11 @@ def build_parser() -> argparse.ArgumentParser:
         "tritonserver --model-config-name=NAME would",
     )
     check.add_argument(
+        "--configs-only", action="store_true",
+        help="judge layout and configurations of a checkout without its model files: a "
+        "missing model file is not reported",
+    )
+    check.add_argument(
         "--config",
         metavar="FILE",
         help="settings file (default: the nearest .triton-doctor.toml, or pyproject.toml with "

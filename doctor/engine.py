@@ -27,6 +27,8 @@ class Result:
     suppressed: list[Suppressed] = field(default_factory=list)
     rules_run: int = 0
     models: int = 0
+    #: ``--configs-only``: the models judged without the model file their backend opens.
+    without_model_files: int = 0
 
 
 def merged(results: Sequence[Result]) -> Result:
@@ -38,6 +40,7 @@ def merged(results: Sequence[Result]) -> Result:
         total.suppressed += result.suppressed
         total.rules_run += result.rules_run
         total.models += result.models
+        total.without_model_files += result.without_model_files
     return total
 
 
@@ -86,6 +89,8 @@ def _run_live(
 
 def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView) -> None:
     result.models = len(repository.models)
+    if repository.options.configs_only:
+        result.without_model_files = sum(m.lacks_model_files for m in repository.models)
     for candidate in rules:
         if candidate.scope == "repository":
             _judge(result, candidate, None, repository)

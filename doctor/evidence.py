@@ -293,6 +293,9 @@ class CheckOptions:
     extra_repo_agents: list[str] = field(default_factory=list)
     #: Live-rule thresholds that differ from the defaults (settings ``[thresholds]``).
     thresholds: dict[str, float] = field(default_factory=dict)
+    #: ``--configs-only``: a checkout of configurations alone (model files kept elsewhere, as
+    #: in git with LFS or a model store): layout and configs are judged, absent files are not.
+    configs_only: bool = False
 
 
 @dataclass

@@ -70,6 +70,8 @@ class Target:
     thresholds: dict[str, float] = field(default_factory=dict)
     #: GPUs the serving machine gives the server (0: CPU-only), for its instance groups.
     gpus: int | None = None
+    #: ``check --configs-only`` (or the settings file): model files are not in the checkout.
+    configs_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,6 +138,7 @@ class Invocation:
             extra_backends=list(target.extra_backends),
             extra_repo_agents=list(target.extra_repo_agents),
             thresholds=dict(target.thresholds),
+            configs_only=target.configs_only,
         )
 
     def options_for_snapshot(self, saved: CheckOptions) -> CheckOptions:
@@ -151,6 +154,7 @@ class Invocation:
             extra_backends=list(target.extra_backends) or saved.extra_backends,
             extra_repo_agents=list(target.extra_repo_agents) or saved.extra_repo_agents,
             thresholds=dict(target.thresholds) or saved.thresholds,
+            configs_only=target.configs_only or saved.configs_only,
         )
         try:
             profiles.find_release(options.triton_version)
@@ -279,6 +283,8 @@ def _target(args: argparse.Namespace, settings: Settings) -> Target:
         extra_repo_agents=tuple(settings.repo_agents),
         thresholds=dict(settings.thresholds),
         gpus=settings.gpus if args.gpus is None else args.gpus,
+        configs_only=args.command == "check" and bool(args.configs_only
+                                                      or settings.configs_only),
     )
 
 

@@ -6,6 +6,7 @@ Command-line flags win over the file. Example::
     ignore = ["batching-without-dynamic-batcher"]
     fail-on = "warning"
     disable-auto-complete-config = true
+    configs-only = true          # the checkout holds configurations, not model files
     triton-version = "24.08"     # the release the repository is deployed with
     gpu = "L4"                   # the GPU it runs on (a name, sm_89 or 8.9)
     gpus = 0                     # how many GPUs the server can use (0: a CPU-only server)
@@ -49,7 +50,7 @@ MAX_SETTINGS_BYTES = 1024 * 1024
 PROJECT_MARKERS = (".git", ".hg", "pyproject.toml")
 KEYS = {
     "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
-    "triton-version", "gpu", "gpus", "backends", "repo-agents", "thresholds",
+    "triton-version", "gpu", "gpus", "backends", "repo-agents", "thresholds", "configs-only",
 }
 
 
@@ -77,6 +78,7 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
     fail_on: str = "error"
     disable_auto_complete_config: bool = False
+    configs_only: bool = False
     model_config_name: str | None = None
     triton_version: str | None = None
     gpu: str | None = None
@@ -167,11 +169,16 @@ def _parse(data: dict[str, Any], source: str) -> Settings:
     if not isinstance(auto_complete, bool):
         raise SettingsError(f"{source}: disable-auto-complete-config must be true or false, "
                             f"not {_kind(auto_complete)}")
+    configs_only = data.get("configs-only", False)
+    if not isinstance(configs_only, bool):
+        raise SettingsError(f"{source}: configs-only must be true or false, "
+                            f"not {_kind(configs_only)}")
     return Settings(
         select=_strings(data, "select", source),
         ignore=_strings(data, "ignore", source),
         fail_on=fail_on or "error",
         disable_auto_complete_config=auto_complete,
+        configs_only=configs_only,
         model_config_name=_config_name(data, source),
         triton_version=_optional_string(data, "triton-version", source),
         gpu=_optional_string(data, "gpu", source),

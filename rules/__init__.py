@@ -16,6 +16,7 @@ from triton_doctor.rules import (  # noqa: F401
     model_files,
     model_io,
     python_model,
+    repository_shape,
     resources,
     runtime,
     serving,

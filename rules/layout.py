@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import names_text
-from triton_doctor.triton.normalize import DEFAULT_FILENAME, TF_FILENAME
 from triton_doctor.triton.repository_model import ModelView, RepositoryView, version_dir_name
 
 _VERSION_LIKE = re.compile(r"\d|^(latest|current|stable|prod)$", re.IGNORECASE)
@@ -129,10 +128,15 @@ def no_loadable_version(model: ModelView, repository: RepositoryView) -> Iterato
 
     Fix: put the model files in a numeric version directory (`1/`), and check
     `version_policy`.
+
+    With `--configs-only`, a model without any version directory is not reported: git keeps
+    no empty directory.
     """
     if model.loaded_versions or is_stray(model) or not model.subdirs_complete:
         return
     found = [v.name for v in model.versions if v.quirk != "reserved"]
+    if not found and model.options.configs_only:
+        return
     yield Hit(
         message=f"no version directory the policy selects; subdirectories: {names_text(found)}",
         triton_message=_no_version_message(model),
@@ -239,9 +243,13 @@ def specific_version_missing(model: ModelView, repository: RepositoryView) -> It
     Example: `versions: [ 1, 2 ]` with only `1/` → `versions: [ 1 ]`.
 
     Fix: add the version directory, or remove the version from the policy.
+
+    With `--configs-only`, a model without any version directory is not reported.
     """
     policy = model.effective.version_policy
     if policy.WhichOneof("policy_choice") != "specific" or not model.subdirs_complete:
+        return
+    if model.options.configs_only and not model.available_versions:
         return
     for number in policy.specific.versions:
         if number not in model.available_versions:
@@ -252,16 +260,6 @@ def specific_version_missing(model: ModelView, repository: RepositoryView) -> It
                 fix=f"Create {number}/ or drop {number} from the policy.",
                 field="version_policy",
             )
-
-
-def default_model_file(model: ModelView) -> tuple[str, bool] | None:
-    """(file name, may be a directory) the backend opens in a version directory, if known."""
-    config = model.effective
-    known = config.backend in DEFAULT_FILENAME or config.platform in TF_FILENAME
-    if not known or not config.default_model_filename:
-        return None
-    may_be_dir = config.backend == "onnxruntime" or config.platform == "tensorflow_savedmodel"
-    return config.default_model_filename, may_be_dir
 
 
 def _missing_file_message(model: ModelView, path: str) -> str | None:
@@ -294,21 +292,18 @@ def model_file_missing(model: ModelView, repository: RepositoryView) -> Iterator
     `default_model_filename: "yolov8.onnx"`.
 
     Fix: name the file as the backend expects, or set `default_model_filename`.
+
+    Silent with `--configs-only` (the model files are kept elsewhere).
     """
-    expected = default_model_file(model)
-    if expected is None or not expected[0]:
+    expected = model.expected_model_file()
+    if expected is None or model.options.configs_only:
         return
-    filename, may_be_dir = expected
-    alternatives = set(model.effective.cc_model_filenames.values())
+    filename = expected[0]
     for number in model.loaded_versions:
         sub = model.version_dir(number)
-        if sub is not None and sub.unreadable:
-            continue  # TD111 says it cannot be read; what it holds is unknown
+        if sub is not None and model.holds_model_file(sub):
+            continue  # (one TD111 says is unreadable holds what it may)
         present = set(sub.entries if sub else [])
-        if filename in present or (may_be_dir and filename + "/" in present):
-            continue
-        if present & alternatives:
-            continue
         directory = version_dir_name(number)
         path = f"{model.dir.path}/{directory}/{filename}"
         hangs = model.effective.backend == "python"
@@ -331,6 +326,13 @@ def _holds(entries: set[str]) -> str:
     return f"it holds: {shown}" + (f" and {more} more files" if more > 0 else "")
 
 
+def config_templates(model: ModelView) -> list[str]:
+    """Templates of config.pbtxt in the model directory (``config.pbtxt.in``,
+    ``*.pbtxt.tmpl``), rendered by a deploy step, never by the server."""
+    return sorted(p for p in model.dir.tree
+                  if p == "config.pbtxt.in" or ("/" not in p and p.endswith(".pbtxt.tmpl")))
+
+
 @rule("TD109", "config-missing", "info", "No config.pbtxt", needs=(),
       server_says=("config.pbtxt: No such file or directory",))
 def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
@@ -342,6 +344,9 @@ def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit
     and outputs unless model.py fills them, and picks max_batch_size for you. With
     `--disable-auto-complete-config` the model fails to load.
 
+    A template in its place (`config.pbtxt.in`, `*.pbtxt.tmpl`) is named: the server never
+    reads it.
+
     Example: `my_model/1/model.onnx` alone → add `my_model/config.pbtxt` with
     `backend: "onnxruntime"` and the batch size you want.
 
@@ -351,13 +356,17 @@ def config_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit
     if model.dir.config.present or model.dir.unreadable or is_stray(model):
         return
     strict = model.options.disable_auto_complete_config
+    templates = config_templates(model)
     yield Hit(
         message="no config.pbtxt: "
         + (
             "with --disable-auto-complete-config the model cannot load"
             if strict
             else "the server will auto-complete the configuration from the model file"
-        ),
+        )
+        + (f"; a template sits in its place, which the server never reads: "
+           f"{names_text(templates)} (render it to config.pbtxt before judging or serving)"
+           if templates else ""),
         triton_message=f"failed to open text file for read {model.config_path}: No such file "
         "or directory"
         if strict

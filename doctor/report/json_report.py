@@ -44,6 +44,7 @@ def summary(result: Result) -> dict[str, int]:
         "rules": result.rules_run,
         "skipped": len(result.skipped),
         "suppressed": len(result.suppressed),
+        "without_model_files": result.without_model_files,
     }
 
 

@@ -117,7 +117,7 @@ def summary_line(result: Result, colour: bool = False, prefix: str = "") -> str:
     """The counts of ``result`` on one line, marked ✗ when it holds an error."""
     style = Style(colour)
     counts = summary(result)
-    affected = len({f.model for f in result.findings})
+    affected = len({f.model for f in result.findings if f.model is not None})
     tally = ", ".join(_plural(counts[str(s)], str(s)) for s in reversed(Severity))
     line = (f"{tally} in {affected} of {_plural(result.models, 'model')}" if result.models
             else tally)
@@ -126,6 +126,9 @@ def summary_line(result: Result, colour: bool = False, prefix: str = "") -> str:
     )
     if counts["suppressed"]:
         line += f" · {counts['suppressed']} suppressed inline"
+    if result.without_model_files:
+        line += (f" · {_plural(result.without_model_files, 'model')} judged without "
+                 "model files (--configs-only)")
     mark = style("✗", "31") if counts["error"] else style("✓", "32")
     return f"{mark} {prefix}{line}"
 

@@ -186,6 +186,36 @@ class ModelView:
         count = policy.latest.num_versions if kind == "latest" else 1
         return available[-count:] if count > 0 else []
 
+    def expected_model_file(self) -> tuple[str, bool] | None:
+        """(file name, may be a directory) the backend opens in a version directory, if known."""
+        config = self.effective
+        known = config.backend in normalize.DEFAULT_FILENAME or config.platform in (
+            normalize.TF_FILENAME)
+        if not known or not config.default_model_filename:
+            return None
+        may_be_dir = config.backend == "onnxruntime" or config.platform == "tensorflow_savedmodel"
+        return config.default_model_filename, may_be_dir
+
+    def holds_model_file(self, sub: Subdir) -> bool:
+        """Whether a version directory holds the file the backend opens (or a TensorRT
+        ``cc_model_filenames`` file); True for one that could not be listed, whose contents
+        are unknown."""
+        expected = self.expected_model_file()
+        if sub.unreadable or expected is None:
+            return True
+        filename, may_be_dir = expected
+        present = set(sub.entries)
+        alternatives = set(self.effective.cc_model_filenames.values())
+        return (filename in present or (may_be_dir and filename + "/" in present)
+                or bool(present & alternatives))
+
+    @property
+    def lacks_model_files(self) -> bool:
+        """Whether none of the model's subdirectories holds its model file (there may be none):
+        a configs-only checkout. False when the backend's file is unknown (an ensemble)."""
+        return self.expected_model_file() is not None and not any(
+            self.holds_model_file(sub) for sub in self.dir.subdirs)
+
     def python_source(self) -> PythonSource | None:
         """The Python model file the backend would load for the first selected version."""
         config = self.core
