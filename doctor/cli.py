@@ -76,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         "repositories", nargs="*", metavar="REPOSITORY",
         help="path to a model repository; several make one report, summed per repository",
     )
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument(
+        "--format", choices=("text", "json", "sarif", "github", "gitlab", "junit"),
+        default="text",
+        help="github: workflow annotations; gitlab: Code Quality JSON; junit: one test per model",
+    )
     check.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
@@ -140,6 +144,16 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--statistics", action="store_true",
         help="count the findings per rule (text: a table after the report; json: statistics)",
+    )
+    check.add_argument(
+        "--baseline", metavar="FILE",
+        help="findings recorded in FILE are known: listed as baselined, not counted for the "
+        "exit code; recorded ones no longer found are reported as fixed (default: the "
+        "settings file's baseline)",
+    )
+    check.add_argument(
+        "--write-baseline", metavar="FILE",
+        help="record the current findings in FILE (sorted JSON, replaced whole) as known",
     )
     check.add_argument(
         "--tui", action="store_true",

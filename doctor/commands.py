@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from triton_doctor.catalogue import all_rules, describe, find_rule
 from triton_doctor.engine import Result, merged
@@ -15,6 +16,9 @@ from triton_doctor.findings import Severity
 from triton_doctor.invocation import Invocation, Output
 from triton_doctor.printable import display_name, printable
 from triton_doctor.safe_files import write_file
+
+if TYPE_CHECKING:
+    from triton_doctor.baseline import Applied
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE, EXIT_UNREACHABLE = 0, 1, 2, 3
 
@@ -67,6 +71,11 @@ def check(invocation: Invocation) -> int:
             return EXIT_USAGE
     else:
         results = [one.judge(evidence) for one, evidence in judged]
+    try:
+        results, known = _baselined(output, results)
+    except ValueError as error:  # BaselineError
+        say(error)
+        return EXIT_USAGE
     result = merged(results)
     for skipped in result.skipped:
         if skipped.internal:
@@ -84,17 +93,20 @@ def check(invocation: Invocation) -> int:
         statistics = per_rule(f for f in result.findings
                               if not output.quiet or f.severity >= output.fail_on)
     if output.format == "json":
-        from triton_doctor.report import json_report
+        from triton_doctor.report import baselined, json_report
         from triton_doctor.report.several import summaries
 
         report = json_report.render(result, _judged(invocation, evidence), code,
-                                    summaries(parts) or None, statistics)
-    elif output.format == "sarif":
-        from triton_doctor.report import sarif
+                                    summaries(parts) or None, statistics,
+                                    baselined.json_parts(known) if known else None)
+    elif output.format in ("sarif", "github", "gitlab", "junit"):
+        from triton_doctor.report import platforms
 
-        report = sarif.render(result, list(invocation.rules), os.getcwd())
+        report = platforms.render(
+            output.format, [(e, r) for (_, e), r in zip(judged, results, strict=True)],
+            list(invocation.rules), output.fail_on, os.getcwd())
     else:
-        from triton_doctor.report import several
+        from triton_doctor.report import baselined, several
         from triton_doctor.report.statistics import table
 
         report = several.render(
@@ -102,7 +114,30 @@ def check(invocation: Invocation) -> int:
             gpus=evidence.options.gpus, quiet_below=output.fail_on if output.quiet else None)
         if statistics is not None and (report or not output.quiet):
             report += table(statistics)
+        if known is not None:
+            report += baselined.text(known, output.write_baseline or output.baseline or "")
     return _written(report, output.path) or code
+
+
+def _baselined(output: Output, results: list[Result]) -> tuple[list[Result], Applied | None]:
+    """The Results less the known findings, and what the baseline held back and what it
+    records as gone; ``--write-baseline`` first records every current finding as known (and
+    reads no older baseline). Raises BaselineError naming the file."""
+    if output.write_baseline is None and output.baseline is None:
+        return results, None
+    from triton_doctor import baseline
+
+    if output.write_baseline is not None:
+        found = [f for r in results for f in r.findings]
+        baseline.write(found, output.write_baseline)
+        recorded = baseline.entries(found)
+        say(f"wrote {output.write_baseline} ({len(recorded)} known finding"
+            f"{'' if len(recorded) == 1 else 's'})")
+    else:
+        assert output.baseline is not None
+        recorded = baseline.read(output.baseline)
+    applied = baseline.apply(results, recorded)
+    return applied.results, applied
 
 
 def _written(report: str, path: str | None) -> int | None:

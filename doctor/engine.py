@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
@@ -63,6 +63,9 @@ def run(
     if asked_live:
         _run_live(result, live, LiveView(evidence), list(result.findings))
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
+    if evidence.repository is not None:  # which the fingerprints leave out of the messages
+        root = evidence.repository.path
+        result.findings = [replace(f, root=root) for f in result.findings]
     if repository is not None:
         _apply_waivers(result, repository, waived, waiver_source)
     return result

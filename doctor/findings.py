@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import re
 from dataclasses import dataclass
 from dataclasses import field as default
 from typing import Any
@@ -68,12 +69,23 @@ class Finding:
     triton_message: str | None
     fix: str | None
     evidence: dict[str, Any]
+    #: The repository path as the run spelt it (``repo``, ``../x/repo``, ``/abs/repo``), which
+    #: the fingerprint leaves out of the message.
+    root: str | None = default(default=None, compare=False, repr=False)
 
     @property
     def fingerprint(self) -> str:
-        """Stable across runs and machines: no absolute paths, no line numbers. Text from a
-        snapshot or a server may hold lone surrogates (JSON's ``\\ud800``): hashed as they are."""
-        identity = self.identity(self.message).encode("utf-8", "surrogatepass")
+        """The first 16 hex digits of the SHA-256 of the rule id, model, version, config field
+        path and message, joined by U+001F, where the message has the repository's path
+        (``root``) taken out: the same for the repository given as ``repo``, ``./repo/`` or
+        ``/abs/repo``, on any machine, and wherever the field sits in config.pbtxt (no line
+        numbers). Text from a snapshot or a server may hold lone surrogates (JSON's
+        ``\\ud800``): hashed as they are."""
+        message = self.message
+        if self.root:
+            # The root where a path starts (not inside a longer name, nor "." of "../").
+            message = re.sub(rf"(?<![\w./-]){re.escape(self.root)}/", "", message)
+        identity = self.identity(message).encode("utf-8", "surrogatepass")
         return hashlib.sha256(identity).hexdigest()[:16]
 
     def identity(self, message: str, *about: str) -> str:

@@ -90,6 +90,10 @@ class Output:
     quiet: bool = False
     #: ``check --statistics``: findings counted per rule.
     statistics: bool = False
+    #: ``check --baseline`` (or the settings file): the known findings' fingerprints to read.
+    baseline: str | None = None
+    #: ``check --write-baseline``: where to record the current findings' fingerprints.
+    write_baseline: str | None = None
     #: ``watch``: seconds between polls, and where its s key writes snapshots.
     interval_s: float = 1.0
     save_dir: str = "."
@@ -197,13 +201,15 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
                          "everything")
     output = Output(
         format=args.format,
-        colour=_colour(args.color),
+        colour=_colour(args.color, terminal=not args.output_file and sys.stdout.isatty()),
         fail_on=Severity.parse(args.fail_on or settings.fail_on),
         exit_zero=args.exit_zero,
         tui=args.tui,
         path=args.output_file,
         quiet=args.quiet,
         statistics=args.statistics,
+        baseline=args.baseline or settings.baseline,
+        write_baseline=args.write_baseline,
     )
     return Invocation("check", sources, target, output, tuple(rules),
                       tuple(settings.waivers), settings.source)
@@ -329,17 +335,18 @@ def _repositories(args: argparse.Namespace) -> tuple[str, ...]:
     return tuple(several) if several else ((one,) if one else ())
 
 
-def _colour(flag: str) -> bool:
+def _colour(flag: str, terminal: bool) -> bool:
     """``--color`` first; then NO_COLOR (no-color.org) over FORCE_COLOR (force-color.org), each
     set when not empty, so that a user's "no colour" is never overruled by a CI's "colour";
-    FORCE_COLOR=0, which some tools read as "off", forces nothing; else only a terminal."""
+    FORCE_COLOR=0, which some tools read as "off", forces nothing; else only when the report
+    goes to a ``terminal``."""
     if flag != "auto":
         return flag == "always"
     if os.environ.get("NO_COLOR"):
         return False
     if os.environ.get("FORCE_COLOR", "") not in ("", "0"):
         return True
-    return sys.stdout.isatty()
+    return terminal
 
 
 def _split(values: Sequence[str] | None) -> list[str]:

@@ -12,6 +12,7 @@ Command-line flags win over the file. Example::
     gpus = 0                     # how many GPUs the server can use (0: a CPU-only server)
     backends = ["mybackend"]     # backends installed in the image beyond the release's own
     repo-agents = ["decrypt"]    # repository agents installed beyond the release's own
+    baseline = "triton-doctor-baseline.json"  # known findings, not counted (beside this file)
 
     [[waive]]
     rules = ["TD217"]
@@ -51,6 +52,7 @@ PROJECT_MARKERS = (".git", ".hg", "pyproject.toml")
 KEYS = {
     "select", "ignore", "fail-on", "disable-auto-complete-config", "model-config-name", "waive",
     "triton-version", "gpu", "gpus", "backends", "repo-agents", "thresholds", "configs-only",
+    "baseline",
 }
 
 
@@ -88,6 +90,8 @@ class Settings:
     #: Live-rule thresholds by name (defaults in triton_doctor.triton.server_model.THRESHOLDS).
     thresholds: dict[str, float] = field(default_factory=dict)
     waivers: list[ModelWaiver] = field(default_factory=list)
+    #: The baseline file (``check --baseline``), its path resolved from the settings file's.
+    baseline: str | None = None
     #: The file the settings came from, for messages.
     source: str | None = None
 
@@ -187,8 +191,14 @@ def _parse(data: dict[str, Any], source: str) -> Settings:
         repo_agents=_strings(data, "repo-agents", source),
         thresholds=_thresholds(data, source),
         waivers=_waivers(data, source),
+        baseline=_beside(_optional_string(data, "baseline", source), source),
         source=source,
     )
+
+
+def _beside(path: str | None, source: str) -> str | None:
+    """A path the settings file names, from the file's directory (where it is checked in)."""
+    return str(Path(source).parent / path) if path else None
 
 
 def _waivers(data: dict[str, Any], source: str) -> list[ModelWaiver]:

@@ -50,9 +50,11 @@ def summary(result: Result) -> dict[str, int]:
 
 def render(result: Result, target: dict[str, Any], exit_code: int,
            repositories: list[dict[str, Any]] | None = None,
-           statistics: dict[str, Any] | None = None) -> str:
+           statistics: dict[str, Any] | None = None,
+           baseline: dict[str, list[dict[str, Any]]] | None = None) -> str:
     """``repositories``: each repository's own summary (``summary.repositories``);
-    ``statistics``: the findings counted per rule (``--statistics``)."""
+    ``statistics``: the findings counted per rule (``--statistics``); ``baseline``: the
+    ``baselined`` and ``fixed`` lists of a run with a baseline (report/baselined.py)."""
     document: dict[str, Any] = {
         "schema": REPORT_SCHEMA,
         "tool": {"name": "triton-doctor", "version": __version__},
@@ -69,4 +71,5 @@ def render(result: Result, target: dict[str, Any], exit_code: int,
         document["summary"]["repositories"] = repositories
     if statistics is not None:
         document["statistics"] = statistics
+    document.update(baseline or {})
     return json_printable(json.dumps(document, indent=2, ensure_ascii=False)) + "\n"

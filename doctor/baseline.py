@@ -1,0 +1,111 @@
+"""Baselines: adopt the tool on a repository that already has findings, and fail only on new
+ones.
+
+``check --write-baseline FILE`` records the fingerprints of the current findings (see
+``Finding.fingerprint``: stable across line moves and the repository's spelling);
+``check --baseline FILE`` moves the findings whose fingerprint it holds out of the findings that
+count (they are listed as baselined) and reports the recorded ones that no longer appear as
+fixed. The file is JSON, sorted and written atomically, so that it diffs well under review::
+
+    {"schema": "triton-doctor/baseline/v1",
+     "findings": [{"fingerprint": "0a1b2c3d4e5f6a7b", "rule": "TD303", "model": "bert"}]}
+
+Only reading and writing the file does I/O; ``apply`` is pure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any
+
+from triton_doctor.engine import Result
+from triton_doctor.findings import Finding
+from triton_doctor.safe_files import read_file, write_file
+
+SCHEMA = "triton-doctor/baseline/v1"
+#: A baseline holds a line per finding: a larger file is refused, not read into memory whole.
+MAX_BASELINE_BYTES = 16 * 1024 * 1024
+
+
+class BaselineError(ValueError):
+    """A baseline file that cannot be read or is not one (a usage error, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One recorded finding: its fingerprint, and the rule and model to tell a reader which."""
+
+    fingerprint: str
+    rule: str
+    model: str | None
+
+
+@dataclass(frozen=True)
+class Applied:
+    """Results with a baseline applied: their ``findings`` hold only the new findings."""
+
+    results: list[Result]
+    baselined: list[Finding]
+    #: Recorded findings that no longer appear (neither found nor suppressed).
+    fixed: list[Entry]
+
+
+def entries(findings: list[Finding]) -> list[Entry]:
+    """The baseline of ``findings``: one entry per fingerprint, sorted by it."""
+    unique = {f.fingerprint: Entry(f.fingerprint, f.rule, f.model) for f in findings}
+    return [unique[key] for key in sorted(unique)]
+
+
+def write(findings: list[Finding], path: str) -> None:
+    """Raises BaselineError naming ``path`` when it cannot be written."""
+    document = {"schema": SCHEMA,
+                "findings": [{"fingerprint": e.fingerprint, "rule": e.rule, "model": e.model}
+                             for e in entries(findings)]}
+    try:
+        write_file(path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
+    except OSError as error:
+        raise BaselineError(f"{path}: cannot write the baseline: "
+                            f"{error.strerror or error}") from None
+
+
+def read(path: str) -> list[Entry]:
+    """Raises BaselineError naming ``path`` for a missing, unreadable or malformed file."""
+    try:
+        data = json.loads(read_file(path, MAX_BASELINE_BYTES).decode("utf-8"))
+    except OSError as error:
+        raise BaselineError(f"{path}: cannot read the baseline: {error.strerror or error}; "
+                            "write one with `triton-doctor check REPO --write-baseline "
+                            f"{path}`") from None
+    except (ValueError, RecursionError) as error:  # not UTF-8, not JSON, nested past Python
+        raise BaselineError(f"{path}: not a baseline (not JSON: {error})") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else None
+        raise BaselineError(f"{path}: not a {SCHEMA} baseline (schema: {found!r})")
+    recorded = data.get("findings")
+    if not isinstance(recorded, list):
+        raise BaselineError(f"{path}: findings must be a list")
+    return [_entry(item, f"{path}: findings[{index}]") for index, item in enumerate(recorded)]
+
+
+def _entry(item: Any, where: str) -> Entry:
+    if not isinstance(item, dict) or not isinstance(item.get("fingerprint"), str) \
+            or not isinstance(item.get("rule"), str) \
+            or not isinstance(item.get("model"), (str, type(None))):
+        raise BaselineError(f"{where} must be an object with a fingerprint and a rule (strings) "
+                            "and a model (a string or null)")
+    return Entry(item["fingerprint"], item["rule"], item["model"])
+
+
+def apply(results: list[Result], recorded: list[Entry]) -> Applied:
+    """Split each Result's findings into new and baselined; a finding now suppressed is not
+    fixed."""
+    known = {e.fingerprint for e in recorded}
+    found = [f for r in results for f in r.findings]
+    present = {f.fingerprint for f in found}
+    present |= {s.finding.fingerprint for r in results for s in r.suppressed}
+    fixed = sorted({e for e in recorded if e.fingerprint not in present},
+                   key=lambda e: (e.model or "", e.rule, e.fingerprint))
+    return Applied([replace(r, findings=[f for f in r.findings if f.fingerprint not in known])
+                    for r in results],
+                   [f for f in found if f.fingerprint in known], fixed)
