@@ -325,3 +325,23 @@ def test_output_that_cannot_be_written_is_exit_2_in_one_line(output: str) -> Non
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("triton-doctor: cannot write the output: ")
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
+
+
+def test_a_report_written_to_a_file_from_a_terminal_has_no_colour(tmp_path: Path) -> None:
+    import pty
+
+    write_model(tmp_path / "repo", "ranker", GOOD_CONFIG)
+    report = tmp_path / "report.txt"
+    environment = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    primary, terminal = pty.openpty()
+    try:
+        for to_file in ([], ["-o", str(report)]):
+            subprocess.run([sys.executable, "-m", "triton_doctor", "check",
+                            str(tmp_path / "repo"), *to_file], stdout=terminal,
+                           stderr=subprocess.DEVNULL, timeout=60, check=False, env=environment)
+        on_terminal = os.read(primary, 1 << 16)
+    finally:
+        os.close(terminal)
+        os.close(primary)
+    assert b"\x1b[" in on_terminal
+    assert "\x1b[" not in report.read_text() and "0 errors" in report.read_text()
