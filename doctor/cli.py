@@ -76,7 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         "repositories", nargs="*", metavar="REPOSITORY",
         help="path to a model repository; several make one report, summed per repository",
     )
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+    check.add_argument(
+        "--format", choices=("text", "json", "sarif", "github", "gitlab", "junit"),
+        default="text",
+        help="github: workflow annotations; gitlab: Code Quality JSON; junit: one test per model",
+    )
     check.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),

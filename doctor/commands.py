@@ -99,10 +99,12 @@ def check(invocation: Invocation) -> int:
         report = json_report.render(result, _judged(invocation, evidence), code,
                                     summaries(parts) or None, statistics,
                                     baselined.json_parts(known) if known else None)
-    elif output.format == "sarif":
-        from triton_doctor.report import sarif
+    elif output.format in ("sarif", "github", "gitlab", "junit"):
+        from triton_doctor.report import platforms
 
-        report = sarif.render(result, list(invocation.rules), os.getcwd())
+        report = platforms.render(
+            output.format, [(e, r) for (_, e), r in zip(judged, results, strict=True)],
+            list(invocation.rules), output.fail_on, os.getcwd())
     else:
         from triton_doctor.report import baselined, several
         from triton_doctor.report.statistics import table

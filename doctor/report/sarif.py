@@ -1,19 +1,32 @@
-"""SARIF 2.1.0, for code-scanning dashboards (GitHub, GitLab) that annotate config.pbtxt lines."""
+"""SARIF 2.1.0, as GitHub code scanning reads it: every result on a file line, waived ones too.
+
+Files are named relative to the working directory (the checkout root, in CI) under the base
+``%SRCROOT%``, percent-encoded; a file outside it is an absolute ``file:`` URI. A finding with
+no file (a server judged without a repository) has its model as a logical location only.
+Waived findings are results with a suppression: ``inSource`` for a waiver in config.pbtxt,
+``external`` for the settings file (and for a baseline).
+"""
 
 from __future__ import annotations
 
 import json
-import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from triton_doctor import __version__
-from triton_doctor.engine import Result
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.printable import json_printable
 from triton_doctor.registry import Rule
+from triton_doctor.report.places import Part, Places, relative
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+SOURCE_ROOT = "%SRCROOT%"
+#: How engine._apply_waivers ends the reason of a waiver written in config.pbtxt.
+_INLINE = re.compile(r"\(config\.pbtxt:\d+\)$")
 
 
 def _rule(rule: Rule) -> dict[str, Any]:
@@ -22,12 +35,20 @@ def _rule(rule: Rule) -> dict[str, Any]:
         "name": rule.name,
         "shortDescription": {"text": rule.title},
         "fullDescription": {"text": rule.doc.split("\n\n")[0]},
-        "help": {"text": rule.doc},
+        "help": {"text": rule.doc, "markdown": rule.doc},
         "defaultConfiguration": {"level": LEVEL[rule.severity]},
     }
 
 
-def _result(finding: Finding, index: dict[str, int], base: str) -> dict[str, Any]:
+def _location(path: str, line: int, base: str) -> dict[str, Any]:
+    name = relative(path, base)
+    artifact: dict[str, Any] = (
+        {"uri": Path(name).as_uri()} if name.startswith("/")
+        else {"uri": quote(name), "uriBaseId": SOURCE_ROOT})
+    return {"physicalLocation": {"artifactLocation": artifact, "region": {"startLine": line}}}
+
+
+def _result(finding: Finding, index: dict[str, int], places: Places, base: str) -> dict[str, Any]:
     text = finding.message
     if finding.triton_message:
         text += f"\nTriton: {finding.triton_message}"
@@ -40,18 +61,28 @@ def _result(finding: Finding, index: dict[str, int], base: str) -> dict[str, Any
         "message": {"text": text},
         "partialFingerprints": {"tritonDoctor/v1": finding.fingerprint},
     }
-    if finding.location.path:
-        uri = os.path.relpath(finding.location.path, base).replace(os.sep, "/")
-        physical: dict[str, Any] = {"artifactLocation": {"uri": uri}}
-        if finding.location.line:
-            physical["region"] = {"startLine": finding.location.line}
-        entry["locations"] = [{"physicalLocation": physical}]
+    place = places.of(finding)
+    if place is not None:
+        entry["locations"] = [_location(place[0], place[1], base)]
+    elif finding.model:
+        entry["locations"] = [{"logicalLocations": [{"name": finding.model, "kind": "module"}]}]
     return entry
 
 
-def render(result: Result, rules: list[Rule], base: str) -> str:
-    """Paths are made relative to ``base`` (the working directory), as code scanning expects."""
+def _suppression(reason: str) -> dict[str, str]:
+    kind = "inSource" if _INLINE.search(reason) else "external"
+    return {"kind": kind, "justification": reason}
+
+
+def render(parts: Sequence[Part], rules: list[Rule], base: str) -> str:
+    """``parts``: each repository's Evidence and Result; files relative to ``base``."""
     index = {rule.id: position for position, rule in enumerate(rules)}
+    results = []
+    for evidence, result in parts:
+        places = Places(evidence)
+        results += [_result(f, index, places, base) for f in result.findings]
+        results += [{**_result(s.finding, index, places, base),
+                     "suppressions": [_suppression(s.reason)]} for s in result.suppressed]
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
@@ -64,7 +95,8 @@ def render(result: Result, rules: list[Rule], base: str) -> str:
                         "rules": [_rule(rule) for rule in rules],
                     }
                 },
-                "results": [_result(f, index, base) for f in result.findings],
+                "originalUriBaseIds": {SOURCE_ROOT: {"uri": Path(base).as_uri().rstrip("/") + "/"}},
+                "results": results,
             }
         ],
     }
