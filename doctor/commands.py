@@ -104,7 +104,8 @@ def check(invocation: Invocation) -> int:
 
         report = platforms.render(
             output.format, [(e, r) for (_, e), r in zip(judged, results, strict=True)],
-            list(invocation.rules), output.fail_on, os.getcwd())
+            list(invocation.rules), output.fail_on, os.getcwd(),
+            known.baselined if known else (), output.write_baseline or output.baseline)
     else:
         from triton_doctor.report import baselined, several
         from triton_doctor.report.statistics import table

@@ -164,3 +164,18 @@ def test_junit_a_suite_per_repository_a_case_per_model(tmp_path: Path) -> None:
         assert suite.get("failures") == str(len(failing))
         assert suite.get("tests") == str(len(cases))
     assert any(case.get("name") == "odd <&\"\\x01> model" for case in cases)
+
+
+def test_sarif_lists_baselined_findings_as_suppressed_externally(tmp_path: Path) -> None:
+    baseline = tmp_path / "baseline.json"
+    run_cli("check", "--write-baseline", str(baseline), str(DEMO))
+    code, out = report("sarif", "--baseline", str(baseline), str(DEMO))
+    document = json.loads(out)
+    jsonschema.validate(document, SCHEMA)
+    results = document["runs"][0]["results"]
+    assert code == 0 and results
+    for result in results:
+        (suppression,) = result["suppressions"]
+        assert suppression == {"kind": "external",
+                               "justification": f"known, in the baseline {baseline}"}
+        assert result["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1

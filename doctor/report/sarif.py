@@ -4,7 +4,7 @@ Files are named relative to the working directory (the checkout root, in CI) und
 ``%SRCROOT%``, percent-encoded; a file outside it is an absolute ``file:`` URI. A finding with
 no file (a server judged without a repository) has its model as a logical location only.
 Waived findings are results with a suppression: ``inSource`` for a waiver in config.pbtxt,
-``external`` for the settings file (and for a baseline).
+``external`` for the settings file and for a baseline.
 """
 
 from __future__ import annotations
@@ -74,8 +74,17 @@ def _suppression(reason: str) -> dict[str, str]:
     return {"kind": kind, "justification": reason}
 
 
-def render(parts: Sequence[Part], rules: list[Rule], base: str) -> str:
-    """``parts``: each repository's Evidence and Result; files relative to ``base``."""
+def _part_of(finding: Finding, parts: Sequence[Part]) -> Part:
+    """The repository a baselined finding is in (the baseline lists them all together)."""
+    path = finding.location.path or ""
+    return next((part for part in parts if part[0].repository is not None
+                 and path.startswith(part[0].repository.path + "/")), parts[0])
+
+
+def render(parts: Sequence[Part], rules: list[Rule], base: str,
+           baselined: Sequence[Finding] = (), baseline: str | None = None) -> str:
+    """``parts``: each repository's Evidence and Result; files relative to ``base``.
+    ``baselined``: the findings the ``baseline`` file holds back, reported as suppressed."""
     index = {rule.id: position for position, rule in enumerate(rules)}
     results = []
     for evidence, result in parts:
@@ -83,6 +92,10 @@ def render(parts: Sequence[Part], rules: list[Rule], base: str) -> str:
         results += [_result(f, index, places, base) for f in result.findings]
         results += [{**_result(s.finding, index, places, base),
                      "suppressions": [_suppression(s.reason)]} for s in result.suppressed]
+    known = {"kind": "external", "justification": f"known, in the baseline {baseline}"}
+    for finding in baselined:
+        places = Places(_part_of(finding, parts)[0])
+        results.append({**_result(finding, index, places, base), "suppressions": [known]})
     document = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
