@@ -29,6 +29,10 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
         evidence.options = invocation.options_for_snapshot(evidence.options)
         return evidence
     evidence = Evidence(repository=_repository(invocation))
+    if evidence.repository is not None and not evidence.repository.models and not sources.url:
+        # Nothing to check: a report of no findings would pass for a clean repository.
+        raise TargetError(f"{evidence.repository.path}: no model directory in it, so nothing "
+                          "to check (a model repository holds one directory per model)")
     if sources.url and live:
         # Imported here: a check without --url must not pay for the HTTP and TLS modules.
         from triton_doctor.checks.live import collect_live
