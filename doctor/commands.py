@@ -104,7 +104,7 @@ def check(invocation: Invocation) -> int:
 
         report = platforms.render(
             output.format, [(e, r) for (_, e), r in zip(judged, results, strict=True)],
-            list(invocation.rules), output.fail_on, os.getcwd(),
+            list(invocation.rules), output.fail_on, _checkout_root(invocation),
             known.baselined if known else (), output.write_baseline or output.baseline)
     else:
         from triton_doctor.report import baselined, several
@@ -118,6 +118,19 @@ def check(invocation: Invocation) -> int:
         if known is not None:
             report += baselined.text(known, output.write_baseline or output.baseline or "")
     return _written(report, output.path) or code
+
+
+def _checkout_root(invocation: Invocation) -> str:
+    """What CI systems name files from: the checkout holding the (first) repository, the
+    nearest directory above it with a ``.git``; else the working directory."""
+    if invocation.sources.repositories:
+        here = os.path.abspath(invocation.sources.repositories[0])
+        while not os.path.exists(os.path.join(here, ".git")):
+            if os.path.dirname(here) == here:
+                return os.getcwd()
+            here = os.path.dirname(here)
+        return here
+    return os.getcwd()
 
 
 def _baselined(output: Output, results: list[Result]) -> tuple[list[Result], Applied | None]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
@@ -179,3 +181,21 @@ def test_sarif_lists_baselined_findings_as_suppressed_externally(tmp_path: Path)
         assert suppression == {"kind": "external",
                                "justification": f"known, in the baseline {baseline}"}
         assert result["locations"][0]["physicalLocation"]["region"]["startLine"] >= 1
+
+
+def test_files_are_named_from_the_checkout_whatever_the_working_directory(
+        tmp_path: Path) -> None:
+    """Code scanning reads paths against the checkout's root: a run from a subdirectory (or
+    from outside) names the same files."""
+    (tmp_path / ".git").mkdir()
+    shutil.copytree(DEMO, tmp_path / "deploy" / "models")
+    def uris(cwd: Path, target: str) -> set[str]:
+        proc = subprocess.run([sys.executable, "-m", "triton_doctor", "check", target,
+                               "--format", "sarif", "--exit-zero"], cwd=cwd,
+                              capture_output=True, text=True, check=False, timeout=60)
+        results = json.loads(proc.stdout)["runs"][0]["results"]
+        return {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                for r in results}
+    inside = uris(tmp_path / "deploy" / "models", ".")
+    assert inside == uris(ROOT, str(tmp_path / "deploy" / "models"))
+    assert inside and all(uri.startswith("deploy/models/") for uri in inside)

@@ -1,8 +1,9 @@
 """SARIF 2.1.0, as GitHub code scanning reads it: every result on a file line, waived ones too.
 
-Files are named relative to the working directory (the checkout root, in CI) under the base
-``%SRCROOT%``, percent-encoded; a file outside it is an absolute ``file:`` URI. A finding with
-no file (a server judged without a repository) has its model as a logical location only.
+Files are named relative to the checkout that holds the repository (its ``.git``; else the
+working directory) under the base ``%SRCROOT%``, percent-encoded; a file outside it is an
+absolute ``file:`` URI. A finding with no file (a server judged without a repository) has its
+model as a logical location only.
 Waived findings are results with a suppression: ``inSource`` for a waiver in config.pbtxt,
 ``external`` for the settings file and for a baseline.
 """
