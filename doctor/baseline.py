@@ -8,14 +8,19 @@ count (they are listed as baselined) and reports the recorded ones that no longe
 fixed. The file is JSON, sorted and written atomically, so that it diffs well under review::
 
     {"schema": "triton-doctor/baseline/v1",
-     "findings": [{"fingerprint": "0a1b2c3d4e5f6a7b", "rule": "TD303", "model": "bert"}]}
+     "findings": [{"fingerprint": "0a1b2c3d4e5f6a7b", "rule": "TD303", "model": "bert",
+                   "repository": "models"}]}
 
-Only reading and writing the file does I/O; ``apply`` is pure.
+``repository`` is the repository's directory relative to the baseline file's, so a baseline of
+one repository holds back nothing in another checked in the same run, however either is spelled
+on the command line; an entry without it holds back its fingerprint in any repository. Only
+reading and writing the file does I/O; ``apply`` is pure.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,6 +44,12 @@ class Entry:
     fingerprint: str
     rule: str
     model: str | None
+    #: The repository's directory relative to the baseline file's; None: any repository.
+    repository: str | None = None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"fingerprint": self.fingerprint, "rule": self.rule, "model": self.model,
+                "repository": self.repository}
 
 
 @dataclass(frozen=True)
@@ -51,17 +62,30 @@ class Applied:
     fixed: list[Entry]
 
 
-def entries(findings: list[Finding]) -> list[Entry]:
-    """The baseline of ``findings``: one entry per fingerprint, sorted by it."""
-    unique = {f.fingerprint: Entry(f.fingerprint, f.rule, f.model) for f in findings}
-    return [unique[key] for key in sorted(unique)]
+def entries(findings: list[Finding], path: str) -> list[Entry]:
+    """The baseline file ``path`` of ``findings``: one entry per repository and fingerprint,
+    sorted."""
+    base = _directory_of(path)
+    unique = {(where := _repository(f, base), f.fingerprint):
+              Entry(f.fingerprint, f.rule, f.model, where) for f in findings}
+    return [unique[key] for key in sorted(unique, key=lambda k: (k[0] or "", k[1]))]
+
+
+def _directory_of(path: str) -> str:
+    return os.path.dirname(os.path.abspath(path))
+
+
+def _repository(finding: Finding, base: str) -> str | None:
+    """The finding's repository as a baseline names it: relative to ``base``, "/" separated."""
+    if not finding.root:
+        return None
+    return os.path.relpath(os.path.abspath(finding.root), base).replace(os.sep, "/")
 
 
 def write(findings: list[Finding], path: str) -> None:
     """Raises BaselineError naming ``path`` when it cannot be written."""
     document = {"schema": SCHEMA,
-                "findings": [{"fingerprint": e.fingerprint, "rule": e.rule, "model": e.model}
-                             for e in entries(findings)]}
+                "findings": [e.as_dict() for e in entries(findings, path)]}
     try:
         write_file(path, (json.dumps(document, indent=1) + "\n").encode("utf-8"))
     except OSError as error:
@@ -89,23 +113,35 @@ def read(path: str) -> list[Entry]:
 
 
 def _entry(item: Any, where: str) -> Entry:
+    optional = (str, type(None))
     if not isinstance(item, dict) or not isinstance(item.get("fingerprint"), str) \
             or not isinstance(item.get("rule"), str) \
-            or not isinstance(item.get("model"), (str, type(None))):
+            or not isinstance(item.get("model"), optional) \
+            or not isinstance(item.get("repository"), optional):
         raise BaselineError(f"{where} must be an object with a fingerprint and a rule (strings) "
-                            "and a model (a string or null)")
-    return Entry(item["fingerprint"], item["rule"], item["model"])
+                            "and a model and a repository (each a string or null)")
+    return Entry(item["fingerprint"], item["rule"], item["model"], item.get("repository"))
 
 
-def apply(results: list[Result], recorded: list[Entry]) -> Applied:
-    """Split each Result's findings into new and baselined; a finding now suppressed is not
-    fixed."""
-    known = {e.fingerprint for e in recorded}
+def apply(results: list[Result], recorded: list[Entry], path: str) -> Applied:
+    """Split each Result's findings into new and baselined by the baseline file ``path``'s
+    entries; a finding now suppressed is not fixed."""
+    base = _directory_of(path)
+    anywhere = {e.fingerprint for e in recorded if e.repository is None}
+    known = {(e.repository, e.fingerprint) for e in recorded}
+
+    def is_known(finding: Finding) -> bool:
+        return (finding.fingerprint in anywhere
+                or (_repository(finding, base), finding.fingerprint) in known)
+
     found = [f for r in results for f in r.findings]
-    present = {f.fingerprint for f in found}
-    present |= {s.finding.fingerprint for r in results for s in r.suppressed}
-    fixed = sorted({e for e in recorded if e.fingerprint not in present},
-                   key=lambda e: (e.model or "", e.rule, e.fingerprint))
-    return Applied([replace(r, findings=[f for f in r.findings if f.fingerprint not in known])
+    seen = [*found, *(s.finding for r in results for s in r.suppressed)]
+    present = {(_repository(f, base), f.fingerprint) for f in seen}
+    present_anywhere = {f.fingerprint for f in seen}
+    fixed = sorted({e for e in recorded
+                    if ((e.repository, e.fingerprint) not in present if e.repository is not None
+                        else e.fingerprint not in present_anywhere)},
+                   key=lambda e: (e.repository or "", e.model or "", e.rule, e.fingerprint))
+    return Applied([replace(r, findings=[f for f in r.findings if not is_known(f)])
                     for r in results],
-                   [f for f in found if f.fingerprint in known], fixed)
+                   [f for f in found if is_known(f)], fixed)

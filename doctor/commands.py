@@ -144,13 +144,13 @@ def _baselined(output: Output, results: list[Result]) -> tuple[list[Result], App
     if output.write_baseline is not None:
         found = [f for r in results for f in r.findings]
         baseline.write(found, output.write_baseline)
-        recorded = baseline.entries(found)
+        recorded = baseline.entries(found, output.write_baseline)
         say(f"wrote {output.write_baseline} ({len(recorded)} known finding"
             f"{'' if len(recorded) == 1 else 's'})")
     else:
         assert output.baseline is not None
         recorded = baseline.read(output.baseline)
-    applied = baseline.apply(results, recorded)
+    applied = baseline.apply(results, recorded, output.write_baseline or output.baseline or "")
     return applied.results, applied
 
 

@@ -199,6 +199,9 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
     if args.quiet and args.format != "text":
         raise UsageError(f"--quiet shortens the text report; --format {args.format} reports "
                          "everything")
+    if args.statistics and args.format not in ("text", "json"):
+        raise UsageError(f"--statistics adds counts to the text or JSON report; --format "
+                         f"{args.format} has no place for them")
     output = Output(
         format=args.format,
         colour=_colour(args.color, terminal=not args.output_file and sys.stdout.isatty()),

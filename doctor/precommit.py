@@ -1,6 +1,7 @@
 """The pre-commit hook (``.pre-commit-hooks.yaml``): pre-commit hands over the changed
 config.pbtxt files, but rules judge a model against its repository (ensembles, shared names), so
-each distinct repository they belong to is checked whole, through the same ``check`` command."""
+the distinct repositories they belong to are checked whole, in one run of the same ``check``
+command (one report, one baseline, one exit code)."""
 
 from __future__ import annotations
 
@@ -29,12 +30,10 @@ def split(argv: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Checks each repository once; the exit code is the worst of theirs (the codes rise with
-    gravity: 0 clean, 1 findings, 2 unreadable, 3 unreachable)."""
+    """``check`` over the repositories of the changed files, with its exit code."""
     options, files = split(sys.argv[1:] if argv is None else argv)
     repositories = sorted({repository_of(file) for file in files})
-    codes = [cli.main(["check", repository, *options]) for repository in repositories]
-    return max(codes, default=0)
+    return cli.main(["check", *repositories, *options]) if repositories else 0
 
 
 if __name__ == "__main__":

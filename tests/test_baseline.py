@@ -115,3 +115,20 @@ def test_settings_name_the_baseline_beside_them(repo: Path, tmp_path: Path) -> N
     check(repo, "--write-baseline", str(tmp_path / "known.json"))
     code, report = check(repo)
     assert (code, len(report["baselined"])) == (0, 2)
+
+
+def test_a_baseline_holds_back_only_its_own_repositorys_findings(repo: Path,
+                                                                  tmp_path: Path) -> None:
+    """Fingerprints leave the repository out: a second repository with the same findings,
+    checked in the same run, is not held back by the first one's baseline."""
+    twin = tmp_path / "twin"
+    shutil.copytree(repo, twin)
+    baseline = tmp_path / "baseline.json"
+    check(repo, "--write-baseline", str(baseline))
+    assert {e["repository"] for e in json.loads(baseline.read_text())["findings"]} == {"repo"}
+    proc = run_cli("check", "--format", "json", "--baseline", str(baseline), str(repo),
+                   str(twin))
+    report = json.loads(proc.stdout)
+    assert proc.returncode == 1 and len(report["baselined"]) == 2
+    assert {f["model"] for f in report["findings"]} == {"bad_dims", "identity_fp32"}
+    assert report["fixed"] == []

@@ -28,7 +28,7 @@ def test_configs_map_to_their_repositories_once() -> None:
     assert [precommit.repository_of(file) for file in files] == ["models", "models", ".."]
 
 
-def test_exit_code_is_the_worst_repositorys(tmp_path: Path) -> None:
+def test_the_changed_repositories_are_checked_in_one_run(tmp_path: Path) -> None:
     write_model(tmp_path / "good", "m", GOOD_CONFIG)
     write_model(tmp_path / "bad", "m", BAD_CONFIG)
     good, bad = (str(tmp_path / name / "m" / "config.pbtxt") for name in ("good", "bad"))

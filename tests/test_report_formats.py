@@ -14,8 +14,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from triton_doctor.printable import printable
 from triton_doctor.report.github import message_escaped, property_escaped
+from triton_doctor.report.junit import xml_text
 
 from tests.helpers import DEMO, ROOT, run_cli
 
@@ -148,6 +148,7 @@ def test_junit_a_suite_per_repository_a_case_per_model(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     shutil.copytree(DEMO, repo, symlinks=True)
     (repo / 'odd <&"\x01> model').mkdir()
+    (repo / "xml forbids \ufffe").mkdir()  # printable() keeps it; XML 1.0 cannot hold it
     findings = json.loads(report("json", str(repo))[1])["findings"]
     for fail_on in ("error", "warning"):
         code, out = report("junit", str(repo), fail_on=fail_on)
@@ -157,15 +158,16 @@ def test_junit_a_suite_per_repository_a_case_per_model(tmp_path: Path) -> None:
         (suite,) = root.findall("testsuite")
         assert suite.get("name") == str(repo)
         cases = suite.findall("testcase")
-        models = {printable(f["model"] or "(repository)") for f in findings}
+        models = {xml_text(f["model"] or "(repository)") for f in findings}
         assert models <= {case.get("name") for case in cases}
-        failing = {printable(f["model"] or "(repository)") for f in findings
+        failing = {xml_text(f["model"] or "(repository)") for f in findings
                    if fail_on == "warning" or f["severity"] == "error"}
         assert {case.get("name") for case in cases if case.find("failure") is not None} \
             == failing
         assert suite.get("failures") == str(len(failing))
         assert suite.get("tests") == str(len(cases))
     assert any(case.get("name") == "odd <&\"\\x01> model" for case in cases)
+    assert any(case.get("name") == "xml forbids \\ufffe" for case in cases)
 
 
 def test_sarif_lists_baselined_findings_as_suppressed_externally(tmp_path: Path) -> None:

@@ -14,8 +14,7 @@ def json_parts(applied: Applied) -> dict[str, list[dict[str, Any]]]:
     """The JSON report's ``baselined`` (findings, as in ``findings``) and ``fixed`` lists."""
     return {
         "baselined": [finding_dict(f) for f in applied.baselined],
-        "fixed": [{"fingerprint": e.fingerprint, "rule": e.rule, "model": e.model}
-                  for e in applied.fixed],
+        "fixed": [e.as_dict() for e in applied.fixed],
     }
 
 

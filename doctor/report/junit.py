@@ -4,6 +4,7 @@ system-out). Findings of no model are the case ``(repository)``."""
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Sequence
 
@@ -12,6 +13,13 @@ from triton_doctor.printable import printable
 from triton_doctor.report.places import Part, Places, label, relative
 
 NO_MODEL = "(repository)"
+#: What XML 1.0 cannot hold at all, even escaped (printable() lets U+FFFE, U+FFFF through).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def xml_text(value: str) -> str:
+    """``value`` shown as printable() shows it, and whatever XML forbids as a \\uXXXX escape."""
+    return _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", printable(value))
 
 
 def _line(finding: Finding, places: Places, base: str) -> str:
@@ -28,22 +36,22 @@ def _suite(part: Part, fail_on: Severity, base: str) -> ElementTree.Element:
     by_model: dict[str, list[Finding]] = {model: [] for model in models}
     for finding in result.findings:
         by_model.setdefault(finding.model or NO_MODEL, []).append(finding)
-    suite = ElementTree.Element("testsuite", name=printable(name))
+    suite = ElementTree.Element("testsuite", name=xml_text(name))
     failures = 0
     for model, findings in by_model.items():
         case = ElementTree.SubElement(
-            suite, "testcase", name=printable(model), classname=printable(name))
+            suite, "testcase", name=xml_text(model), classname=xml_text(name))
         failing = [f for f in findings if f.severity >= fail_on]
         if failing:
             failures += 1
             failure = ElementTree.SubElement(
                 case, "failure", type="triton-doctor",
                 message=f"{len(failing)} finding(s) at or above {fail_on}")
-            failure.text = "\n".join(printable(_line(f, places, base)) for f in failing)
+            failure.text = "\n".join(xml_text(_line(f, places, base)) for f in failing)
         below = [f for f in findings if f.severity < fail_on]
         if below:
             ElementTree.SubElement(case, "system-out").text = "\n".join(
-                printable(_line(f, places, base)) for f in below)
+                xml_text(_line(f, places, base)) for f in below)
     suite.set("tests", str(len(by_model)))
     suite.set("failures", str(failures))
     suite.set("errors", "0")
