@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -123,10 +124,14 @@ def _entry(item: Any, where: str) -> Entry:
     return Entry(item["fingerprint"], item["rule"], item["model"], item.get("repository"))
 
 
-def apply(results: list[Result], recorded: list[Entry], path: str) -> Applied:
+def apply(results: list[Result], recorded: list[Entry], path: str,
+          checked: Sequence[str]) -> Applied:
     """Split each Result's findings into new and baselined by the baseline file ``path``'s
-    entries; a finding now suppressed is not fixed."""
+    entries; a finding now suppressed is not fixed, nor one of a repository not ``checked``."""
     base = _directory_of(path)
+    repositories = {os.path.relpath(os.path.abspath(r), base).replace(os.sep, "/")
+                    for r in checked}
+    recorded = [e for e in recorded if e.repository is None or e.repository in repositories]
     anywhere = {e.fingerprint for e in recorded if e.repository is None}
     known = {(e.repository, e.fingerprint) for e in recorded}
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from triton_doctor.catalogue import all_rules, describe, find_rule
@@ -72,7 +73,7 @@ def check(invocation: Invocation) -> int:
     else:
         results = [one.judge(evidence) for one, evidence in judged]
     try:
-        results, known = _baselined(output, results)
+        results, known = _baselined(output, results, invocation.sources.repositories)
     except ValueError as error:  # BaselineError
         say(error)
         return EXIT_USAGE
@@ -115,7 +116,7 @@ def check(invocation: Invocation) -> int:
             gpus=evidence.options.gpus, quiet_below=output.fail_on if output.quiet else None)
         if statistics is not None and (report or not output.quiet):
             report += table(statistics)
-        if known is not None:
+        if known is not None and not output.quiet:
             report += baselined.text(known, output.write_baseline or output.baseline or "")
     return _written(report, output.path) or code
 
@@ -133,7 +134,8 @@ def _checkout_root(invocation: Invocation) -> str:
     return os.getcwd()
 
 
-def _baselined(output: Output, results: list[Result]) -> tuple[list[Result], Applied | None]:
+def _baselined(output: Output, results: list[Result],
+               checked: Sequence[str]) -> tuple[list[Result], Applied | None]:
     """The Results less the known findings, and what the baseline held back and what it
     records as gone; ``--write-baseline`` first records every current finding as known (and
     reads no older baseline). Raises BaselineError naming the file."""
@@ -150,7 +152,8 @@ def _baselined(output: Output, results: list[Result]) -> tuple[list[Result], App
     else:
         assert output.baseline is not None
         recorded = baseline.read(output.baseline)
-    applied = baseline.apply(results, recorded, output.write_baseline or output.baseline or "")
+    applied = baseline.apply(results, recorded, output.write_baseline or output.baseline or "",
+                             checked)
     return applied.results, applied
 
 

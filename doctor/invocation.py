@@ -202,6 +202,7 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
     if args.statistics and args.format not in ("text", "json"):
         raise UsageError(f"--statistics adds counts to the text or JSON report; --format "
                          f"{args.format} has no place for them")
+    _writes_apart(args.output_file, args.write_baseline, sources.repositories)
     output = Output(
         format=args.format,
         colour=_colour(args.color, terminal=not args.output_file and sys.stdout.isatty()),
@@ -216,6 +217,22 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
     )
     return Invocation("check", sources, target, output, tuple(rules),
                       tuple(settings.waivers), settings.source)
+
+
+def _writes_apart(report: str | None, baseline: str | None,
+                  repositories: tuple[str, ...]) -> None:
+    """The report and the baseline go to two files, neither one of a repository checked (a
+    config.pbtxt would be replaced by a report)."""
+    if report and baseline and os.path.realpath(report) == os.path.realpath(baseline):
+        raise UsageError(f"--output-file and --write-baseline both name {report}: give each "
+                         "its own file")
+    roots = [os.path.realpath(r) + os.sep for r in repositories]
+    for flag, path in (("--output-file", report), ("--write-baseline", baseline)):
+        inside = path and os.path.isfile(path) and any(
+            os.path.realpath(path).startswith(root) for root in roots)
+        if inside:
+            raise UsageError(f"{flag} {path} would replace a file of the repository checked; "
+                             "write it outside the repository")
 
 
 def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
@@ -335,7 +352,12 @@ def _repositories(args: argparse.Namespace) -> tuple[str, ...]:
     """The repositories named: ``check`` takes several, ``watch`` and ``snapshot`` one."""
     several = getattr(args, "repositories", None)
     one = getattr(args, "repository", None)
-    return tuple(several) if several else ((one,) if one else ())
+    if several:  # a repository named twice (check a ./a) is checked once
+        first: dict[str, str] = {}
+        for path in several:
+            first.setdefault(os.path.realpath(path), path)
+        return tuple(first.values())
+    return (one,) if one else ()
 
 
 def _colour(flag: str, terminal: bool) -> bool:

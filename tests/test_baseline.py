@@ -132,3 +132,12 @@ def test_a_baseline_holds_back_only_its_own_repositorys_findings(repo: Path,
     assert proc.returncode == 1 and len(report["baselined"]) == 2
     assert {f["model"] for f in report["findings"]} == {"bad_dims", "identity_fp32"}
     assert report["fixed"] == []
+
+
+def test_fixed_is_said_only_of_repositories_checked(repo: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    write_model(other, "good", GOOD_CONFIG)
+    baseline = tmp_path / "baseline.json"
+    check(repo, "--write-baseline", str(baseline))
+    code, report = check(other, "--baseline", str(baseline))
+    assert (code, report["fixed"], report["baselined"]) == (0, [], [])

@@ -14,6 +14,7 @@ from tests.helpers import GOOD_CONFIG, ROOT, run_cli, write_model
 SCHEMA = json.loads((ROOT / "doctor" / "schema" / "report.schema.json").read_text())
 BROKEN = ROOT / "fixtures" / "rules" / "TD201" / "fail"  # one TD201 error
 STRAYS = ROOT / "fixtures" / "rules" / "TD101" / "fail"  # TD101 twice, TD301, a TD105 info
+BAD_CONFIG = GOOD_CONFIG.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput")
 
 
 def _clean(tmp_path: Path) -> Path:
@@ -107,3 +108,28 @@ def test_statistics_count_findings_per_rule_most_first() -> None:
     assert table.splitlines()[1].split() == ["2", "TD101", "stray-directory", "error"]
     quiet = run_cli("check", "-q", "--statistics", str(STRAYS)).stdout
     assert "TD105" not in quiet.split("statistics:")[1]
+
+
+def test_a_repository_named_twice_is_checked_once(tmp_path: Path) -> None:
+    write_model(tmp_path / "repo", "m", BAD_CONFIG)
+    once = run_cli("check", str(tmp_path / "repo"))
+    twice = run_cli("check", str(tmp_path / "repo"), str(tmp_path / "repo") + "/")
+    assert once.stdout == twice.stdout and once.returncode == twice.returncode == 1
+
+
+def test_report_and_baseline_never_replace_each_other_or_the_repository(tmp_path: Path) -> None:
+    write_model(tmp_path / "repo", "m", BAD_CONFIG)
+    same = run_cli("check", str(tmp_path / "repo"), "-o", str(tmp_path / "x.json"),
+                   "--write-baseline", str(tmp_path / "x.json"))
+    config = tmp_path / "repo" / "m" / "config.pbtxt"
+    before = config.read_text()
+    onto = run_cli("check", str(tmp_path / "repo"), "-o", str(config))
+    assert (same.returncode, onto.returncode) == (2, 2)
+    assert config.read_text() == before and not (tmp_path / "x.json").exists()
+
+
+def test_models_of_the_same_name_in_two_repositories_count_twice(tmp_path: Path) -> None:
+    for name in ("a", "b"):
+        write_model(tmp_path / name, "m", BAD_CONFIG)
+    proc = run_cli("check", str(tmp_path / "a"), str(tmp_path / "b"))
+    assert "in 2 of 2 models" in proc.stdout.splitlines()[-1], proc.stdout

@@ -117,7 +117,8 @@ def summary_line(result: Result, colour: bool = False, prefix: str = "") -> str:
     """The counts of ``result`` on one line, marked ✗ when it holds an error."""
     style = Style(colour)
     counts = summary(result)
-    affected = len({f.model for f in result.findings if f.model is not None})
+    # A model is known by its repository too: two repositories may each have an "m".
+    affected = len({(f.root, f.model) for f in result.findings if f.model is not None})
     tally = ", ".join(_plural(counts[str(s)], str(s)) for s in reversed(Severity))
     line = (f"{tally} in {affected} of {_plural(result.models, 'model')}" if result.models
             else tally)
