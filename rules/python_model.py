@@ -96,7 +96,7 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
     config = model.effective
     if source is None or model.effective.backend != "python":
         return
-    inputs, outputs = readable_tensors(config)
+    inputs, outputs = _readable_tensors(config)
     path = _source_path(model, source)
     for kind, used, declared in (("input", source.input_names, inputs),
                                  ("output", source.output_names, outputs)):
@@ -277,7 +277,7 @@ def _first_failing_read(model: ModelView) -> tuple[PythonSource | None, ConfigRe
     return source, next(failing, None)
 
 
-def readable_tensors(config: Any) -> tuple[set[str], set[str]]:
+def _readable_tensors(config: Any) -> tuple[set[str], set[str]]:
     """The names model.py may read from a request, and return in a response: the declared
     inputs and outputs plus what the server adds (sequence control inputs, implicit state,
     batch inputs)."""

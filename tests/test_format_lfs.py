@@ -43,3 +43,13 @@ def test_only_the_digits_of_the_recorded_size_are_kept(tmp_path: Path) -> None:
     head = POINTER.replace(b"size 4096\n", b"size 12\x1b[31m\xff\n")
     _write(tmp_path, "weights.bin", head)
     assert find_pointers(str(tmp_path), ["weights.bin"]) == {"weights.bin": "12"}
+
+
+def test_a_config_in_pointer_form_is_left_to_the_config_reader(tmp_path: Path) -> None:
+    """config.pbtxt is read whole already: a pointer there is a config that does not parse."""
+    _write(tmp_path, "m/config.pbtxt", POINTER)
+    _write(tmp_path, "m/configs/prod.pbtxt", POINTER)
+    _write(tmp_path, "m/1/tokenizer.json", POINTER)
+    (model,) = collect_repository(tmp_path).models
+    assert list(model.lfs_pointers) == ["1/tokenizer.json"]
+    assert model.config.syntax_error is not None

@@ -24,7 +24,7 @@ def find_pointers(model_path: str, tree: list[str]) -> dict[str, str]:
     records ("" when it records none). Links are followed: a link to a pointer is one."""
     found: dict[str, str] = {}
     for relative in tree:
-        if relative.endswith("/"):
+        if relative.endswith("/") or _is_config(relative):
             continue
         path = os.path.join(model_path, relative)
         try:
@@ -36,3 +36,10 @@ def find_pointers(model_path: str, tree: list[str]) -> dict[str, str]:
         if sniff.sniff_bytes(head, size) == "lfs-pointer":
             found[display_name(relative)] = sniff.describe_lfs_pointer(head)
     return found
+
+
+def _is_config(relative: str) -> bool:
+    """config.pbtxt and configs/*.pbtxt: read whole by the repository collector already, and a
+    pointer in their place is a config that does not parse (TD201)."""
+    return relative == "config.pbtxt" or (relative.startswith("configs/")
+                                          and relative.endswith(".pbtxt"))
