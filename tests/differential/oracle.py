@@ -19,11 +19,13 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import pytest
 
 from tests.differential.cases import Case
 from tests.server_harness import LoadResult, TritonServer
@@ -46,6 +48,7 @@ __all__ = [
     "parse_log",
     "refusal",
     "refusal_from_log",
+    "strict_xfails",
     "version_dirs",
     "write_repository",
 ]
@@ -353,3 +356,13 @@ def infer(server: TritonServer, model: str, timeout: float = 30.0) -> InferAnswe
         return InferAnswer(status, error=str(answer.get("error", body)))
     names = tuple(str(o.get("name")) for o in answer.get("outputs", []) if isinstance(o, dict))
     return InferAnswer(status, outputs=names)
+
+
+def strict_xfails(items: Iterable[Any], ids: Callable[[Any], str],
+                  known: Mapping[str, str]) -> list[Any]:
+    """``items`` as pytest parameters; one whose id ``known`` names is a strict xfail giving
+    the reason, so that a fix shows up as XPASS and the entry must then go."""
+    return [pytest.param(item, id=ids(item),
+                         marks=[pytest.mark.xfail(strict=True, reason=known[ids(item)])]
+                         if ids(item) in known else [])
+            for item in items]

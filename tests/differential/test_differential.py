@@ -67,6 +67,7 @@ from .oracle import (
     infer,
     load_all,
     parse_log,
+    strict_xfails,
     version_dirs,
     write_repository,
 )
@@ -94,17 +95,7 @@ SINGLE_MODEL_CASES = [
 
 
 def _known_disagreements(cases: list[Case]) -> list[object]:
-    """``cases`` as parameters; those in DISAGREEMENTS are strict xfails that give the reason."""
-    return [
-        pytest.param(
-            case,
-            id=case.name,
-            marks=[pytest.mark.xfail(strict=True, reason=DISAGREEMENTS[case.name])]
-            if case.name in DISAGREEMENTS
-            else [],
-        )
-        for case in cases
-    ]
+    return strict_xfails(cases, lambda case: case.name, DISAGREEMENTS)
 
 
 @dataclass

@@ -15,15 +15,16 @@ import pytest
 
 from tests.differential.fuzz_generate import GeneratedRepository, generate
 from tests.differential.fuzz_run import SERVER_OPTIONS, Judgement, judge
-from tests.differential.oracle import TritonServer
+from tests.differential.oracle import TritonServer, strict_xfails
 
 SEED = 12
 COUNT = 40
 
 REPOSITORIES = [generate(SEED, index) for index in range(COUNT)]
 
-KNOWN: dict[int, str] = {}
-"""Repository number -> why check and the server disagree on it (strict xfail)."""
+KNOWN: dict[str, str] = {}
+"""Repository (its prefix, the test's id) -> why check and the server disagree on it (strict
+xfail)."""
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +40,7 @@ def judgements(
 
 
 def _params() -> list[object]:
-    return [
-        pytest.param(
-            repository,
-            id=repository.prefix,
-            marks=[pytest.mark.xfail(strict=True, reason=KNOWN[repository.index])]
-            if repository.index in KNOWN
-            else [],
-        )
-        for repository in REPOSITORIES
-    ]
+    return strict_xfails(REPOSITORIES, lambda repository: repository.prefix, KNOWN)
 
 
 @pytest.mark.parametrize("repository", _params())
