@@ -5,12 +5,18 @@ module, so on a machine or container without them the whole part is unavailable,
 reason in words. Once NVML is up, every per-device query is asked on its own: consumer and
 older GPUs answer NotSupported for ECC or MIG as a matter of course, and one failed answer must
 not hide the others.
+
+NVML is started once per process, at the first read, and shut down at exit: ``watch`` reads
+every second, and starting NVML costs more than the read. A start that failed is remembered
+with its reason rather than retried at each poll.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from triton_doctor.checks.unavailable import SourceUnavailable
@@ -41,28 +47,57 @@ INIT_FAILURES = {
 }
 
 
+@dataclass
+class _Session:
+    """This process's NVML: the started ``pynvml`` module, or why it could not start."""
+
+    pynvml: Any = None
+    failure: str = ""
+
+
+_SESSION = _Session()
+
+
 def collect_gpu() -> GpuEvidence:
     """Driver and CUDA driver versions, and each GPU's identity, memory, load and processes.
 
     Raises SourceUnavailable when NVML cannot start at all; a query that fails for one device
     is recorded in ``errors`` ("GPU 1 ecc": "NotSupported") and the rest is still collected.
     """
+    return _read_gpus(_started())
+
+
+def _started() -> Any:
+    """The ``pynvml`` module with NVML up, started at the first call of the process."""
+    session = _SESSION
+    if session.pynvml is not None:
+        return session.pynvml
+    if not session.failure:
+        session.failure = _start(session)
+    if session.failure:
+        raise SourceUnavailable(session.failure)
+    return session.pynvml
+
+
+def _start(session: _Session) -> str:
+    """Start NVML into ``session``; the reason it could not, or ""."""
     try:
         import pynvml
     except ImportError:
-        raise SourceUnavailable(
-            "NVML is not available: the nvidia-ml-py package is not installed "
-            "(pip install nvidia-ml-py)"
-        ) from None
+        return ("NVML is not available: the nvidia-ml-py package is not installed "
+                "(pip install nvidia-ml-py)")
     try:
         pynvml.nvmlInit()
     except pynvml.NVMLError as error:
-        raise SourceUnavailable(_init_failure(pynvml, error)) from None
-    try:
-        return _read_gpus(pynvml)
-    finally:
-        with contextlib.suppress(pynvml.NVMLError):
-            pynvml.nvmlShutdown()
+        return _init_failure(pynvml, error)
+    session.pynvml = pynvml
+    atexit.register(_shutdown, pynvml)
+    return ""
+
+
+def _shutdown(pynvml: Any) -> None:
+    with contextlib.suppress(pynvml.NVMLError):
+        pynvml.nvmlShutdown()
 
 
 def _init_failure(pynvml: Any, error: Any) -> str:
@@ -103,11 +138,12 @@ def _read_gpus(pynvml: Any) -> GpuEvidence:
         handle = ask(f"GPU {index}", pynvml.nvmlDeviceGetHandleByIndex, index)
         if handle is None:
             continue
-        evidence.devices.append(_read_device(pynvml, index, handle, ask))
+        evidence.devices.append(_read_device(pynvml, index, handle, ask, evidence.errors))
     return evidence
 
 
-def _read_device(pynvml: Any, index: int, handle: Any, ask: Callable[..., Any]) -> GpuDevice:
+def _read_device(pynvml: Any, index: int, handle: Any, ask: Callable[..., Any],
+                 errors: dict[str, str]) -> GpuDevice:
     """One GPU; a field whose query failed keeps its default (0, "" or None)."""
     key = f"GPU {index}"
     device = GpuDevice(index=index)
@@ -117,10 +153,7 @@ def _read_device(pynvml: Any, index: int, handle: Any, ask: Callable[..., Any]) 
                      handle)
     if capability is not None:
         device.compute_capability = f"{capability[0]}.{capability[1]}"
-    memory = ask(f"{key} memory", pynvml.nvmlDeviceGetMemoryInfo, handle)
-    if memory is not None:
-        device.memory_total_bytes = int(memory.total)
-        device.memory_used_bytes = int(memory.used)
+    _read_memory(pynvml, handle, device, errors)
     utilization = ask(f"{key} utilization", pynvml.nvmlDeviceGetUtilizationRates, handle)
     if utilization is not None:
         device.utilization_percent = int(utilization.gpu)
@@ -137,3 +170,35 @@ def _read_device(pynvml: Any, index: int, handle: Any, ask: Callable[..., Any]) 
         for process in processes or []
     ]
     return device
+
+
+def _read_memory(pynvml: Any, handle: Any, device: GpuDevice, errors: dict[str, str]) -> None:
+    """Memory through the v2 call where the binding and the driver have it (its ``used``
+    leaves out the driver's reserved memory, which v1 counts as used), else through v1.
+
+    A GPU on the host's memory (GB10, Jetson) has no device total: NVML answers 0 or
+    NotSupported, and the device is marked unified rather than left at a 0-byte total.
+    """
+    def failed(error: Any) -> None:
+        errors[f"GPU {device.index} memory"] = _name(error)
+        device.memory_unified = error.value == pynvml.NVML_ERROR_NOT_SUPPORTED
+
+    memory = None
+    version = getattr(pynvml, "nvmlMemory_v2", None)  # absent from older nvidia-ml-py
+    if version is not None:
+        try:
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle, version=version)
+        except pynvml.NVMLError as error:
+            if error.value not in (pynvml.NVML_ERROR_FUNCTION_NOT_FOUND,
+                                   pynvml.NVML_ERROR_NOT_SUPPORTED):
+                return failed(error)
+        else:
+            device.memory_reserved_bytes = int(memory.reserved)
+    if memory is None:
+        try:
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+        except pynvml.NVMLError as error:
+            return failed(error)
+    device.memory_total_bytes = int(memory.total)
+    device.memory_used_bytes = int(memory.used)
+    device.memory_unified = device.memory_total_bytes == 0

@@ -415,7 +415,13 @@ class GpuDevice:
     #: "major.minor", e.g. "8.0".
     compute_capability: str = ""
     memory_total_bytes: int = 0
+    #: With NVML's v2 memory call, used excludes the driver's reserved memory (v1 counts it).
     memory_used_bytes: int = 0
+    #: Memory the driver reserves for itself; None where only the v1 call answered.
+    memory_reserved_bytes: int | None = None
+    #: The GPU shares the host's memory (GB10, Jetson): NVML gives no device total (0 or
+    #: NotSupported), so there is no device memory to judge.
+    memory_unified: bool = False
     #: Memory used at the start of the window (the reading above is from its end), for the
     #: trend; None when only one reading was taken.
     memory_used_earlier_bytes: int | None = None

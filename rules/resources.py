@@ -28,7 +28,9 @@ def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
     What it checks: used ÷ total memory of each GPU (NVML), against `gpu-memory` (default
     0.9; above 0.97 it is an error), its change over the window, and whether one more
     instance of the server's biggest model (its GPU memory ÷ its instances, from the server's
-    statistics) would still fit in what is free.
+    statistics) would still fit in what is free. A GPU with unified memory (GB10, Jetson: NVML
+    gives no device total) or whose memory NVML could not read is not judged: there is no
+    device memory to measure, and a share of 0 would be false.
 
     Why it matters: the next model load, a larger batch or ONNX Runtime's arena growing fails
     with CUDA out-of-memory, and the model goes UNAVAILABLE mid-incident.
@@ -44,7 +46,7 @@ def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
     limit = view.threshold("gpu-memory")
     biggest = max(view.gpu_instance_footprints(), key=lambda pair: pair[1], default=None)
     for device in view.gpu.devices:
-        if not device.memory_total_bytes:
+        if not device.memory_total_bytes:  # unified memory, or NVML could not read it
             continue
         share = device.memory_share
         free = device.memory_total_bytes - device.memory_used_bytes

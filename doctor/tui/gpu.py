@@ -74,8 +74,17 @@ def gpu_facts(device: GpuDevice, driver: str, cuda: str, trend: list[float],
                 f"{printable(device.uuid)}\n", style="dim")
     text.append(f"driver {printable(driver) or '?'}  CUDA {printable(cuda) or '?'}\n\n",
                 style="dim")
-    text.append("memory  ").append_text(gauge(share, 40, red_from))
-    text.append(f" {share:.0%}  {device.memory_used_bytes / GIB:.1f} of {total / GIB:.1f} GiB\n")
+    if device.memory_unified:
+        text.append("memory  unified memory (shared with the host; NVML gives no device "
+                    "total)\n")
+    else:
+        text.append("memory  ").append_text(gauge(share, 40, red_from))
+        text.append(f" {share:.0%}  {device.memory_used_bytes / GIB:.1f} of "
+                    f"{total / GIB:.1f} GiB")
+        if device.memory_reserved_bytes is not None:
+            text.append(f", {device.memory_reserved_bytes / MIB:,.0f} MiB reserved by the "
+                        "driver")
+        text.append("\n")
     if device.memory_used_earlier_bytes is not None:
         grown = (device.memory_used_bytes - device.memory_used_earlier_bytes) / MIB
         text.append(f"        {grown:+,.0f} MiB over the window\n")

@@ -91,10 +91,14 @@ def gpu_rows(frame: Frame | None, history: History) -> list[Row]:
     for device in frame.evidence.gpu.devices:
         total, share = device.memory_total_bytes, device.memory_share
         util = device.utilization_percent
+        memory: Text | str
+        if device.memory_unified:  # no device total: a gauge would show a false 0 %
+            memory, size = "unified memory", "-"
+        else:
+            memory = gauge(share, GAUGE_WIDTH, frame.gpu_memory_limit()).append(f" {share:4.0%}")
+            size = f"{device.memory_used_bytes / GIB:.1f}/{total / GIB:.1f} GiB"
         rows.append((device.key, (
-            device.index, device.name,
-            gauge(share, GAUGE_WIDTH, frame.gpu_memory_limit()).append(f" {share:4.0%}"),
-            f"{device.memory_used_bytes / GIB:.1f}/{total / GIB:.1f} GiB",
+            device.index, device.name, memory, size,
             "-" if util is None else f"{util}%",
             Text(sparkline(history.gpu_memory.get(device.key, []), SPARK_WIDTH, top=1.0),
                  style="magenta"),
