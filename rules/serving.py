@@ -1,8 +1,11 @@
 """TD6xx: serving health of a running server: readiness, queueing, batching, failures, latency.
 
-Rates come from two samples of the server's statistics a window apart (``--window``); a model
-with fewer requests than ``min-requests`` in the window is not judged on them. Thresholds are
-settings (``[thresholds]``), with the defaults each rule's docs give.
+Rates come from two samples of the server's statistics a window apart (``--window``). A model
+with fewer requests than ``min-requests`` in the window is not judged on averages alone, but
+what is waiting (TD611), what failed (TD613) and executions that fill the window (TD615) are
+judged however few completed: a model too slow to complete requests is the worst case, not a
+lack of data. Thresholds are settings (``[thresholds]``), with the defaults each rule's docs
+give.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Itera
     Example: `UNAVAILABLE: Invalid argument: unable to find backend library for backend
     'onnx'` → explained by TD504 (the backend is `onnxruntime`).
 
+    The message holds the reason's first line; the whole reason (a Python model's traceback)
+    is the server's message, printed once.
+
     Fix: the fix of the explaining rule (`triton-doctor explain <id>`); for a model that
     failed before loading (no state in the index), the reason is in the server log.
     """
@@ -41,7 +47,7 @@ def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Itera
                   if f.model == model.name and f.severity >= Severity.ERROR]
         explained = static[0].rule if static else explain_reason(model.reason)
         state = model.state or "not loaded (failed before loading)"
-        reason = model.reason or "no reason in the index: the server log has it"
+        reason = _first_line(model.reason) or "no reason in the index: the server log has it"
         fix = static[0].fix if static and static[0].fix else None
         if fix is None:
             fix = (f"See `triton-doctor explain {explained}`." if explained else
@@ -130,8 +136,15 @@ def server_answers_badly(view: LiveView) -> Iterator[Hit]:
                   severity=Severity.INFO, evidence={"redirected_to": moved})
 
 
+def _first_line(text: str, width: int = 160) -> str:
+    """The first non-blank line of ``text``, shortened to ``width``: a Python model's reason
+    is a whole traceback, which the report prints once, as the server's message."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= width else line[:width - 1].rstrip() + "…"
+
+
 def _busy(view: LiveView) -> Iterator[ModelRates]:
-    """Rates of the models with enough requests in the window to judge."""
+    """Rates of the models with enough requests in the window to judge on rates alone."""
     least = view.threshold("min-requests")
     return (rates for rates in view.rates if rates.requests + rates.failures >= least)
 
@@ -141,61 +154,99 @@ def _in_flight(rates: ModelRates) -> float:
     return rates.request_ns / (rates.window_s * 1e9) if rates.window_s > 0 else 0.0
 
 
+def _waiting_text(pending: tuple[float | None, float] | None) -> str:
+    if not pending or not (pending[0] or pending[1]):
+        return ""
+    first, last = pending
+    return f", {last:g} pending now" + (
+        f" ({first:g} when the window began)" if first is not None else "")
+
+
 @rule("TD611", "queue-backlog", "warning", "Requests wait in the queue longer than they compute",
       scope="live", needs=("server",))
 def queue_backlog(view: LiveView) -> Iterator[Hit]:
     """
-    What it checks: over the window, the average time a request waits in the model's queue,
-    and its share of the whole request time. It fires at `queue-ms` (default 10 ms) and
-    `queue-share` (default 0.5) together, with at least `min-requests` (default 20) requests.
+    What it checks: what waits in the model's queue over the window: the average queue time
+    of the requests that completed and its share of their whole time (`queue-ms`, default
+    10 ms, and `queue-share`, default 0.5, together), and, with metrics, the requests waiting
+    for an instance (`nv_inference_pending_request_count`) at the window's start and end.
+    With `min-requests` (default 20) completions the queue time is enough. With fewer, few
+    completions are the symptom, not a lack of data: their queue time counts when requests
+    still wait at the end or they waited `queue-error-ms` (default 1000 ms), and requests
+    waiting at both ends, at least as many as completed (none completed is the worst case),
+    fire on their own. It is an error from `queue-error-ms` of queue per request (seconds:
+    past most client and load-balancer timeouts) or when as many wait as the model completed
+    in the window (the queue takes longer than the window to drain).
 
     Why it matters: the model cannot keep up; latency grows with load and, with
     `max_queue_size` or timeouts set, requests start being rejected.
 
-    Example: 2 instances each busy 40 ms per batch with 12 requests in flight → 60 ms queued
-    per request; `instance_group [ { count: 4 } ]` (or more GPUs) drains it.
+    Example: 1 instance at 250 ms per request with 8 clients → 7 pending, 1.75 s queued per
+    request, 12 completed in 3 s (error); `instance_group [ { count: 8 } ]` drains it.
 
     Fix: add instances (`count`) while compute has headroom, scale out, or lower
     `max_queue_delay_microseconds` when the batcher itself is what holds requests back.
     """
-    for rates in _busy(view):
+    least, error_ms = view.threshold("min-requests"), view.threshold("queue-error-ms")
+    for rates in view.rates:
+        completed = rates.requests + rates.failures
         queue_ms, share = rates.queue_ms_per_request, rates.queue_share
-        if queue_ms is None or share is None:
-            continue
-        if queue_ms < view.threshold("queue-ms") or share < view.threshold("queue-share"):
+        pending = view.pending(rates.model, rates.version)
+        now = pending[1] if pending else 0.0
+        # Waiting at both ends of the window (at the end alone with a single scrape).
+        waiting = min(pending[0], now) if pending and pending[0] is not None else now
+        swamped = waiting > 0 and waiting >= completed
+        queued = (queue_ms is not None and share is not None
+                  and queue_ms >= view.threshold("queue-ms")
+                  and share >= view.threshold("queue-share")
+                  and (completed >= least or now > 0 or queue_ms >= error_ms))
+        if not queued and not swamped:
             continue
         config = view.config(rates.model)
         instances = view.instances(rates.model)
         delay_us = int((config.get("dynamic_batching") or {}).get(
             "max_queue_delay_microseconds", 0) or 0)
         compute = rates.compute_ms_per_execution or 0.0
-        metrics = view.metrics_view
-        pending = metrics.value("nv_inference_pending_request_count",
-                                model=rates.model) if metrics else None
-        if delay_us / 1000 >= queue_ms * 0.5:
+        if not completed:
+            cause = (f"none completed in {rates.window_s:.1f} s on {instances} instance(s): an "
+                     "execution takes longer than the window, or the model hangs")
+            fix = ("Find what an execution waits on (the server log; `py-spy dump` on a Python "
+                   "model's stub process), then raise the instance count or add replicas.")
+        elif queue_ms is not None and delay_us / 1000 >= queue_ms * 0.5:
             cause = (f"max_queue_delay_microseconds is {delay_us} µs: the batcher holds requests "
                      "that long waiting for a fuller batch")
             fix = (f"Lower max_queue_delay_microseconds (to about {max(100, delay_us // 10)}), or "
                    "send requests concurrently so batches fill before the delay runs out.")
         else:
-            wanted = max(instances + 1, round(instances / max(1e-9, 1 - share)))
+            wanted = max(instances + 1, round(instances / max(1e-9, 1 - (share or 0.0))))
             cause = (f"{instances} instance(s) each busy {compute:.1f} ms per execution cannot "
                      "keep up")
             fix = (f"Raise the instance count: instance_group [ {{ count: {wanted} }} ] (if the "
                    "GPU or CPU has headroom), or add replicas behind the load balancer.")
+        if queue_ms is not None and share is not None:
+            what = (f"requests wait {queue_ms:.1f} ms in the queue on average, {share:.0%} of "
+                    f"their time, at {rates.requests_per_s:.1f} requests/s")
+        else:
+            what = f"{completed} request(s) completed in {rates.window_s:.1f} s"
+        severe = swamped or (queue_ms is not None and queue_ms >= error_ms)
         yield Hit(
-            message=f"{rates.model}: requests wait {queue_ms:.1f} ms in the queue on average, "
-            f"{share:.0%} of their time, at {rates.requests_per_s:.1f} requests/s"
-            + (f", {pending:g} pending now" if pending else "") + f"; {cause}",
+            message=f"{rates.model}: {what}{_waiting_text(pending)}; {cause}",
             fix=fix,
             model=rates.model,
             version=rates.version,
-            evidence={"queue_ms_per_request": round(queue_ms, 3), "queue_share": round(share, 3),
-                      "requests_per_s": round(rates.requests_per_s, 2),
+            severity=Severity.ERROR if severe else None,
+            evidence={"queue_ms_per_request": _rounded(rates.queue_ms_per_request, 3),
+                      "queue_share": _rounded(share, 3),
+                      "requests_per_s": round(rates.requests_per_s, 2), "completed": completed,
                       "compute_ms_per_execution": round(compute, 3), "instances": instances,
                       "max_queue_delay_us": delay_us, "window_s": round(rates.window_s, 2),
-                      "pending_requests": pending},
+                      "pending_requests": pending[1] if pending else None,
+                      "pending_at_start": pending[0] if pending else None},
         )
+
+
+def _rounded(value: float | None, digits: int) -> float | None:
+    return None if value is None else round(value, digits)
 
 
 @rule("TD612", "low-batch-efficiency", "warning", "Batches stay far below max_batch_size",
@@ -206,6 +257,9 @@ def low_batch_efficiency(view: LiveView) -> Iterator[Hit]:
     executions) against its `max_batch_size`, for models that batch and had at least
     `min-requests` requests. It fires below `batch-efficiency` (default 0.25) of
     max_batch_size, and says why: no dynamic batcher, or requests that arrive one at a time.
+    It keeps `min-requests`: an average batch says something only over many executions (a
+    handful of requests never fills a batch, whatever the batcher), and a model too slow to
+    complete them is TD611's case.
 
     Why it matters: a batching model running batches of 1 uses a fraction of the GPU it could;
     throughput and cost per request are several times worse than they need to be.
@@ -257,8 +311,12 @@ def low_batch_efficiency(view: LiveView) -> Iterator[Hit]:
 def failure_rate(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the share of failed requests over the window, per model; it fires above
-    `failure-rate` (default 0.01) with at least `min-requests` requests. With metrics, the
-    failure reasons the server counts (BACKEND, REJECTED, CANCELED, OTHER) are given.
+    `failure-rate` (default 0.01) with at least `min-requests` (default 20) requests, and
+    with fewer when at least `min-failures` (default 5) failed or every request did: a failure
+    is an answer a client got, not a sample of one, so 5 failed of 5 is judged, while 1 of 12
+    is not. Every request failing with fewer than `min-failures` failed is a warning. With
+    metrics, the failure reasons the server counts (BACKEND, REJECTED, CANCELED, OTHER) are
+    given.
 
     Why it matters: clients get errors. REJECTED means a full queue (`max_queue_size`) or a
     timeout; BACKEND means the model itself raised. An error a Python model *returns* in its
@@ -271,9 +329,13 @@ def failure_rate(view: LiveView) -> Iterator[Hit]:
     Fix: for BACKEND failures read the server log for the model's exception; for REJECTED
     raise `max_queue_size` or capacity (see TD611).
     """
-    for rates in _busy(view):
+    least, enough = view.threshold("min-requests"), view.threshold("min-failures")
+    for rates in view.rates:
         share = rates.failure_share
         if share is None or share <= view.threshold("failure-rate"):
+            continue
+        judged = rates.requests + rates.failures >= least or rates.failures >= enough
+        if not judged and rates.requests:
             continue
         reasons = view.failure_reasons(rates.model)
         named = ", ".join(f"{reason} {count:g}" for reason, count in sorted(reasons.items()))
@@ -287,6 +349,7 @@ def failure_rate(view: LiveView) -> Iterator[Hit]:
             "clients' error messages) and fix the model or the requests.",
             model=rates.model,
             version=rates.version,
+            severity=None if judged else Severity.WARNING,
             evidence={"failed": rates.failures, "succeeded": rates.requests,
                       "failure_share": round(share, 4), **{f"reason_{k}": v
                                                          for k, v in reasons.items()}},
@@ -299,7 +362,10 @@ def compute_time_growing(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: a model's compute time per execution over the window against its average
     from load until the window began (at least 100 executions before); it fires above
-    `compute-growth` (default 1.5) times, with at least `min-requests` requests.
+    `compute-growth` (default 1.5) times, with at least `min-requests` requests, or fewer
+    when executions kept the instances busy at least half the window: a few long executions
+    then cover the window rather than sample it, and a model slowed down that much completes
+    few requests (with a backlog, TD611).
 
     Why it matters: a model that slows down under steady traffic is contending for the GPU
     (another process, a co-located model, thermal or power throttling), leaking memory, or
@@ -311,8 +377,11 @@ def compute_time_growing(view: LiveView) -> Iterator[Hit]:
     Fix: check GPU sharing (nvidia-smi), throttling and input sizes; give the model a GPU of
     its own or fewer co-located instances.
     """
-    growth = view.threshold("compute-growth")
-    for rates in _busy(view):
+    growth, least = view.threshold("compute-growth"), view.threshold("min-requests")
+    for rates in view.rates:
+        busy_ns = rates.window_s * 1e9 * view.instances(rates.model)
+        if rates.requests + rates.failures < least and rates.compute_ns < 0.5 * busy_ns:
+            continue
         now = rates.compute_ms_per_execution
         before = view.earlier_compute_ms(rates.model, rates.version)
         if now is None or before is None or before[1] < 100 or before[0] <= 0:

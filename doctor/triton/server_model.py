@@ -11,24 +11,36 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from triton_doctor.evidence import Evidence, ModelStats, ServerModel, ServerSample
+from triton_doctor.evidence import (
+    Evidence,
+    MetricsScrape,
+    ModelStats,
+    ServerModel,
+    ServerSample,
+)
 from triton_doctor.triton.metrics_model import MetricsView
 
 NS_PER_MS = 1_000_000
+#: The gauge of requests waiting for an instance: up when a request is enqueued, down when a
+#: backend is about to execute it (so the ones executing are not in it).
+PENDING = "nv_inference_pending_request_count"
 #: The ``reason`` label of nv_inference_request_failure (since 24.07).
 FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
 
 #: Defaults of the live rules' thresholds; settings ``[thresholds]`` override them by name.
 THRESHOLDS: dict[str, float] = {
-    # Fewer requests than this in the window: too little traffic to judge rates.
+    # Fewer requests than this in the window: too little traffic to judge rates alone.
     "min-requests": 20,
-    # Queue backlog: queue time per request at least this, and at least this share of it.
+    # Queue backlog: queue time per request at least this, and at least this share of it;
+    # an error from this queue time per request on.
     "queue-ms": 10.0,
     "queue-share": 0.5,
+    "queue-error-ms": 1000.0,
     # Batching: average batch below this share of max_batch_size.
     "batch-efficiency": 0.25,
-    # Failed requests above this share.
+    # Failed requests above this share; this many failed are judged however few the requests.
     "failure-rate": 0.01,
+    "min-failures": 5,
     # Compute time per execution in the window above this multiple of its average before.
     "compute-growth": 1.5,
     # p99 request latency above this (from summaries, when the server exposes them).
@@ -114,6 +126,16 @@ def _rates(before: ModelStats, after: ModelStats, window_s: float) -> ModelRates
     )
 
 
+def _per_model(scrape: MetricsScrape, name: str) -> dict[tuple[str, str], float]:
+    """The samples named ``name`` summed by (model, version)."""
+    found: dict[tuple[str, str], float] = {}
+    for sample in scrape.samples:
+        if sample.name == name and "model" in sample.labels:
+            key = sample.labels["model"], sample.labels.get("version", "")
+            found[key] = found.get(key, 0.0) + sample.value
+    return found
+
+
 class LiveView:
     """The live parts of the Evidence, indexed for the rules."""
 
@@ -188,6 +210,23 @@ class LiveView:
     @cached_property
     def metrics_view(self) -> MetricsView | None:
         return MetricsView(self.metrics) if self.metrics else None
+
+    @cached_property
+    def _pending(self) -> dict[tuple[str, str], tuple[float | None, float]]:
+        scrapes = self.metrics.scrapes if self.metrics else []
+        if not scrapes:
+            return {}
+        last = _per_model(scrapes[-1], PENDING)
+        if len(scrapes) < 2:
+            return {key: (None, value) for key, value in last.items()}
+        first = _per_model(scrapes[0], PENDING)
+        return {key: (first.get(key, 0.0), value) for key, value in last.items()}
+
+    def pending(self, model: str, version: str) -> tuple[float | None, float] | None:
+        """Requests waiting for an instance at the window's start (None with one metrics
+        scrape) and at its end; None without the gauge. A model absent from the first scrape
+        (loaded since) had none waiting."""
+        return self._pending.get((model, version))
 
     def failure_reasons(self, model: str) -> dict[str, float]:
         """Failed requests of ``model`` over the metrics window, by the server's reason label."""

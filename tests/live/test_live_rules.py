@@ -1,7 +1,9 @@
 """The live rules against a real tritonserver, each condition induced for real.
 
 One server runs models that each misbehave in one way while clients load them in threads:
-a slow model hammered by eight clients (queue backlog), a batching model fed one request at a
+a slow model hammered by eight clients (queue backlog), a slower one hammered so that fewer
+than ``min-requests`` complete in the window (a backlog judged on what waits) next to the same
+model with one client (no backlog), a batching model fed one request at a
 time (low batch efficiency) next to the same model fed by eight clients (real batching), a
 model that raises on some inputs (failure rate), models that fail to load, a system
 shared-memory region a client registered and never unregistered, and a /dev/shm file nobody
@@ -35,6 +37,7 @@ from tests.python_models import (
 from tests.server_harness import TritonServer
 
 FLAKY_PY = failing_on_negative("negative input")
+CRAWL_PY = SLOW_PY.replace("time.sleep(0.05)", "time.sleep(0.25)")
 RAISES_PY = '''
 class TritonPythonModel:
     def initialize(self, args):
@@ -53,6 +56,8 @@ BATCHER = 'backend: "python"\nmax_batch_size: 8\n' + IO + (
 )
 MODELS = {
     "slow": ('backend: "python"\nmax_batch_size: 0\n' + IO, SLOW_PY),
+    "crawling": ('backend: "python"\nmax_batch_size: 0\n' + IO, CRAWL_PY),
+    "crawling_alone": ('backend: "python"\nmax_batch_size: 0\n' + IO, CRAWL_PY),
     "one_at_a_time": (BATCHER, ECHO_PY),
     "batched": (BATCHER, ECHO_PY),
     "flaky": ('backend: "python"\nmax_batch_size: 0\n' + IO, FLAKY_PY),
@@ -96,6 +101,8 @@ def incident(triton_server: Callable[..., TritonServer],
     url = server.http_url
     load = Load()
     load.clients(8, lambda i: infer(url, "slow", 1.0, batched=False))
+    load.clients(8, lambda i: infer(url, "crawling", 1.0, batched=False))
+    load.clients(1, lambda i: infer(url, "crawling_alone", 1.0, batched=False))
     load.clients(1, lambda i: infer(url, "one_at_a_time"))
     load.clients(8, lambda i: infer(url, "batched"))
     load.clients(1, lambda i: infer(url, "flaky", -1.0 if i % 4 == 0 else 1.0, batched=False))
@@ -110,10 +117,11 @@ def incident(triton_server: Callable[..., TritonServer],
             capture_output=True, text=True, timeout=120, check=False,
         )
         healthy_during = _inferences(url, "healthy") - healthy_before
+        alone_served = _inferences(url, "crawling_alone")
     finally:
         load.end()
     yield {"proc": proc, "region": region_key, "orphan": orphan.name,
-           "healthy_during": healthy_during,
+           "healthy_during": healthy_during, "alone_served": alone_served,
            "report": json.loads(proc.stdout) if proc.returncode == 0 else None}
     orphan.unlink(missing_ok=True)
     Path(f"/dev/shm/{region_key}").unlink(missing_ok=True)
@@ -145,6 +153,23 @@ def test_queue_backlog_on_the_hammered_slow_model(incident: dict[str, Any]) -> N
     (finding,) = [f for f in _findings(incident, "TD611") if f["model"] == "slow"]
     assert finding["evidence"]["queue_share"] >= 0.5
     assert "instance" in finding["fix"]
+
+
+def test_backlog_with_few_completions_is_an_error_with_its_pending_count(
+        incident: dict[str, Any]) -> None:
+    """0.25 s per request on one instance, eight clients: about 16 complete in the 4 s window,
+    fewer than min-requests, while seven wait; the waiting requests are the evidence."""
+    (finding,) = [f for f in _findings(incident, "TD611") if f["model"] == "crawling"]
+    evidence = finding["evidence"]
+    assert evidence["completed"] < 20
+    assert evidence["pending_requests"] >= 4 and evidence["pending_at_start"] >= 1
+    assert finding["severity"] == "error"
+    assert f"{evidence['pending_requests']:g} pending now" in finding["message"]
+
+
+def test_slow_model_with_one_client_is_not_backlogged(incident: dict[str, Any]) -> None:
+    assert incident["alone_served"] >= 10  # busy all along, one request at a time
+    assert not [f for f in incident["report"]["findings"] if f["model"] == "crawling_alone"]
 
 
 def test_low_batch_efficiency_only_where_requests_come_one_at_a_time(
