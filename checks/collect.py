@@ -1,7 +1,8 @@
 """The one entry from the front-ends to the collectors: the Evidence an Invocation asks for.
 
 A target that cannot be read raises TargetError or a ValueError (SnapshotError, UsageError):
-exit 2. A live source the user asked for that cannot be reached raises Unreachable: exit 3.
+exit 2. A live source the user asked for that cannot be reached is recorded in the Evidence
+(``unreachable``) and the rest is read: the run reports it with all it has, and exits 3.
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from typing import TYPE_CHECKING
 
 from triton_doctor import snapshot
 from triton_doctor.checks.repository import TargetError, collect_repository
-from triton_doctor.checks.unavailable import Unreachable
-from triton_doctor.evidence import Evidence, RepositoryEvidence
+from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.checks.urls import hide_credentials, metrics_endpoint
+from triton_doctor.evidence import Evidence, LogEvidence, RepositoryEvidence
 
 if TYPE_CHECKING:
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
 
-__all__ = ["LivePoller", "TargetError", "Unreachable", "collect", "reread_repository"]
+__all__ = ["LivePoller", "TargetError", "collect", "hide_credentials", "reread_repository"]
 
 
 def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
@@ -29,7 +31,8 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
         evidence.options = invocation.options_for_snapshot(evidence.options)
         return evidence
     evidence = Evidence(repository=_repository(invocation))
-    if evidence.repository is not None and not evidence.repository.models and not sources.url:
+    if (evidence.repository is not None and not evidence.repository.models
+            and not (sources.url or sources.log)):
         # Nothing to check: a report of no findings would pass for a clean repository.
         raise TargetError(f"{evidence.repository.path}: no model directory in it, so nothing "
                           "to check (a model repository holds one directory per model)")
@@ -38,6 +41,8 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
         from triton_doctor.checks.live import collect_live
 
         collect_live(evidence, _request(sources))
+    elif sources.log and not sources.url:
+        evidence.log = _log(sources)
     evidence.options = invocation.options_for(evidence)
     return evidence
 
@@ -77,9 +82,22 @@ def _repository(invocation: Invocation) -> RepositoryEvidence | None:
     return collect_repository(sources.repository, sources.model_config_name)
 
 
+def _log(sources: Sources) -> LogEvidence:
+    """The log judged on its own: it is the target, so one that cannot be read is a
+    TargetError (exit 2)."""
+    from triton_doctor.checks.logs import read_log
+
+    assert sources.log is not None
+    try:
+        return read_log(sources.log, seconds=sources.timeout_s)
+    except SourceUnavailable as error:
+        raise TargetError(str(error)) from None
+
+
 def _request(sources: Sources) -> LiveRequest:
     from triton_doctor.checks.live import LiveRequest
 
     assert sources.url is not None
-    return LiveRequest(sources.url, sources.metrics_url, sources.window_s, sources.timeout_s,
+    metrics_url = metrics_endpoint(sources.metrics_url) if sources.metrics_url else None
+    return LiveRequest(sources.url, metrics_url, sources.window_s, sources.timeout_s,
                        sources.log, sources.container)

@@ -1,9 +1,10 @@
 """Collect every live part of the Evidence: the server twice a window apart, and around it.
 
 The server (and a metrics URL given explicitly, and a log file) are sources the user asked for:
-if one cannot be read the check stops with exit code 3. The GPU, the container and the host
-are looked at when they can be; when not, the Evidence records why and the rules that need
-them are skipped with that reason.
+one that cannot be read is recorded as unreachable, and the rest is still read (a dead server's
+container, log and /dev/shm say why it died); the run reports all it has and exits 3. The GPU,
+the container and the host are looked at when they can be; when not, the Evidence records why
+and the rules that need them are skipped with that reason.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from triton_doctor.checks.unavailable import SourceUnavailable, Unreachable
+from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import TRITON_METRICS_PORT, hide_credentials, split_url
 from triton_doctor.evidence import Evidence, GpuEvidence, MetricsEvidence, MetricsScrape
 
@@ -48,17 +49,22 @@ def is_local(url: str) -> bool:
 def collect_live(
     evidence: Evidence, request: LiveRequest, sleep: Callable[[float], None] = time.sleep
 ) -> None:
-    """Fill ``evidence``'s live parts; raise Unreachable for a source the user asked for."""
+    """Fill ``evidence``'s live parts; a source the user asked for that cannot be read is
+    recorded in ``evidence.unreachable``."""
     from triton_doctor.checks import server
 
     url = hide_credentials(request.url)  # snapshots and reports never carry secrets
+    metrics_url = request.metrics_url or metrics_url_for(url)
     try:
         evidence.server = server.describe(url, request.timeout_s)
         evidence.server.samples.append(server.sample(url, request.timeout_s))
     except SourceUnavailable as error:
-        evidence.unavailable["server"] = str(error)
-        raise Unreachable(str(error)) from None
-    metrics_url = request.metrics_url or metrics_url_for(url)
+        evidence.server = None
+        unreachable(evidence, "server", str(error))
+        if request.metrics_url:
+            _scrape(evidence, metrics_url, request)
+        collect_surroundings(evidence, request, url)
+        return
     scrapes = _scrape(evidence, metrics_url, request)
     earlier_gpu = read_gpu(evidence)
     sleep(request.window_s)
@@ -76,6 +82,11 @@ def collect_live(
     collect_surroundings(evidence, request, url)
 
 
+def unreachable(evidence: Evidence, part: str, why: str) -> None:
+    """Record that a source the user named could not be read."""
+    evidence.unavailable[part] = evidence.unreachable[part] = why
+
+
 def _scrape(evidence: Evidence, url: str, request: LiveRequest) -> MetricsScrape | None:
     from triton_doctor.checks import metrics
 
@@ -85,7 +96,7 @@ def _scrape(evidence: Evidence, url: str, request: LiveRequest) -> MetricsScrape
         evidence.unavailable["metrics"] = str(error)
         evidence.metrics = None
         if request.metrics_url:
-            raise Unreachable(str(error)) from None
+            unreachable(evidence, "metrics", str(error))
         return None
     if evidence.metrics is None:
         evidence.metrics = MetricsEvidence(url=hide_credentials(url))
@@ -139,8 +150,7 @@ def collect_surroundings(evidence: Evidence, request: LiveRequest, url: str) -> 
         try:
             evidence.log = logs.read_log(request.log_path, seconds=request.timeout_s)
         except SourceUnavailable as error:
-            evidence.unavailable["log"] = str(error)
-            raise Unreachable(str(error)) from None
+            unreachable(evidence, "log", str(error))
     elif evidence.container is not None:
         evidence.log = logs.from_container(evidence.container)
     else:

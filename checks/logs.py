@@ -1,69 +1,86 @@
-"""Collect the server's log: the last lines of a file (``--log``) or of the container's log.
+"""Collect the server's log: a file, a pipe or standard input (``--log``), or a container's.
 
-A server log grows without bound, so a file is read backwards from its end in blocks and only
-the tail is kept. A pipe (``--log <(kubectl logs pod)``) cannot seek: ``check`` reads it
-through, keeping the tail, until its writer closes it or the deadline passes (``kubectl logs
--f`` never closes it); ``watch`` keeps it open in a :class:`LogFollower` and takes, each poll,
-only what has come since, without waiting.
+The whole log is read, once, through a :class:`LogScan` (what the log rules know of it, and
+its last lines), whatever its size: the answer to an incident is often hours back. A pipe
+(``kubectl logs pod | triton-doctor check --log -``) is read until its writer closes it, or
+until it has been silent for the live ``--timeout`` (``kubectl logs -f`` never closes it);
+``watch`` keeps a :class:`LogFollower`, which each poll feeds the scan only what the log has
+gained since, without waiting.
 """
 
 from __future__ import annotations
 
-import collections
 import os
 import select
 import stat
-import time
+import sys
 from typing import BinaryIO
 
+from triton_doctor.checks.log_scan import TAIL_LINES, LogScan
 from triton_doctor.checks.unavailable import SourceUnavailable, describe_os_error
 from triton_doctor.evidence import ContainerEvidence, LogEvidence
 from triton_doctor.safe_files import kind_of
 
+#: What one read takes: large, since the scan's cost is per block and per word.
+READ_BYTES = 2 * 1024 * 1024
+#: What one poll of ``watch`` takes of a followed pipe at most (the rest comes next poll).
 BLOCK_BYTES = 64 * 1024
-#: At most this much of a file's end is read, however long its lines; and at most this much
-#: of what waits in a followed pipe, per poll (the rest is read the next poll).
-MAX_TAIL_BYTES = 16 * 1024 * 1024
-#: Share of control characters above which the bytes are not a text log.
+MAX_POLL_BYTES = 16 * 1024 * 1024
+#: The start of the log tested for text: share of control characters above which it is not.
+SNIFF_BYTES = 64 * 1024
 MAX_CONTROL_SHARE = 0.05
 #: Every byte but the control characters that do not occur in text logs (tab, newline,
 #: carriage return and the ANSI escape do), for counting those with ``bytes.translate``.
 NOT_CONTROL = bytes(b for b in range(256) if (b >= 0x20 and b != 0x7F) or b in b"\t\n\r\x1b")
-#: Lines of the log kept.
-MAX_LINES = 2000
+#: ``--log -``: standard input.
+STDIN = "-"
 
 
-def read_log(path: str, max_lines: int = MAX_LINES, seconds: float = 5.0) -> LogEvidence:
-    """The last ``max_lines`` lines of the log at ``path``, a pipe read for at most ``seconds``
-    (the live ``--timeout``); raises SourceUnavailable naming the path when it is missing,
-    unreadable or not text."""
-    source = path
+def read_log(path: str, max_lines: int = TAIL_LINES, seconds: float = 5.0) -> LogEvidence:
+    """All of the log at ``path`` (``-``: standard input), a pipe read until it closes or is
+    silent for ``seconds``; the last ``max_lines`` lines kept to show. Raises SourceUnavailable
+    naming the path when it is missing, unreadable or not text."""
+    name = "standard input" if path == STDIN else path
+    scan = _Sniffed(LogScan(name, max_lines), name)
     try:
-        file, is_pipe = _open(path)
-        with file:
-            if is_pipe:
-                data, cut_off = _tail_of_stream(file.fileno(), max_lines, seconds)
-                if cut_off:
-                    source = (f"{path} (cut off after {seconds:g} s with the pipe still open: "
-                              "lines written later are not here)")
-            else:
-                data = _tail_of_file(file, max_lines)
+        if path == STDIN:
+            if os.isatty(0):
+                raise SourceUnavailable("--log - reads the log from standard input, which is "
+                                        "a terminal: pipe the log in (kubectl logs POD | "
+                                        "triton-doctor check --log -)")
+            cut_off = _read_stream(sys.stdin.buffer.fileno(), scan, seconds)
+            file_path = ""
+        else:
+            file, is_pipe = _open(path)
+            with file:
+                if is_pipe:
+                    cut_off = _read_stream(file.fileno(), scan, seconds)
+                else:
+                    cut_off = False
+                    while block := file.read(READ_BYTES):
+                        scan.feed(block)
+            file_path = "" if is_pipe else path
     except OSError as error:
-        raise SourceUnavailable(f"cannot read the log {path}: {describe_os_error(error)}") from None
-    return _evidence(path, source, data, max_lines)
+        raise SourceUnavailable(f"cannot read the log {name}: {describe_os_error(error)}") from None
+    evidence = scan.evidence()
+    evidence.path = file_path
+    if cut_off:
+        evidence.source = (f"{name} (cut off after {seconds:g} s of silence with the pipe "
+                           "still open: lines written later are not here)")
+    return evidence
 
 
 class LogFollower:
-    """The log for ``watch``, read each poll without waiting. A file's tail is read afresh (it
-    is cheap); a pipe is opened once and kept open, and what has come since the last poll is
-    added to a tail kept across polls. Reading a pipe until the timeout, as ``check`` does,
-    held every poll for the whole timeout and showed only the lines of that one wait."""
+    """The log for ``watch``, read each poll without waiting: a file from where the last poll
+    stopped (from its start again when it shrank: rotated or truncated), a pipe opened once and
+    kept open, taking what has come since."""
 
-    def __init__(self, path: str, max_lines: int = MAX_LINES) -> None:
+    def __init__(self, path: str, max_lines: int = TAIL_LINES) -> None:
         self.path = path
         self._max_lines = max_lines
         self._pipe: BinaryIO | None = None
-        self._tail = _Tail(max_lines)
+        self._scan = _Sniffed(LogScan(path, max_lines), path)
+        self._offset = 0
 
     def read(self) -> LogEvidence:
         """The log now; raises SourceUnavailable naming the path, as :func:`read_log` does (a
@@ -73,32 +90,74 @@ class LogFollower:
                 file, is_pipe = _open(self.path)
                 if not is_pipe:
                     with file:
-                        data = _tail_of_file(file, self._max_lines)
-                    return _evidence(self.path, self.path, data, self._max_lines)
+                        return self._read_file(file)
                 self._pipe = file
             closed = self._take_waiting(self._pipe.fileno())
         except OSError as error:
             raise SourceUnavailable(
                 f"cannot read the log {self.path}: {describe_os_error(error)}") from None
         # A line still being written shows once its newline comes, or once the writer is gone.
-        source = (f"{self.path} (the pipe's writer closed it: lines written later are not here)"
-                  if closed else self.path)
-        return _evidence(self.path, source, self._tail.data(closed), self._max_lines)
+        evidence = self._scan.evidence(final=closed)
+        if closed:
+            evidence.source = f"{self.path} (the pipe's writer closed it: lines written later " \
+                              "are not here)"
+        return evidence
+
+    def _read_file(self, file: BinaryIO) -> LogEvidence:
+        size = os.fstat(file.fileno()).st_size
+        if size < self._offset:  # rotated or truncated: its lines are new
+            self._scan = _Sniffed(LogScan(self.path, self._max_lines), self.path)
+            self._offset = 0
+        file.seek(self._offset)
+        while block := file.read(READ_BYTES):
+            self._scan.feed(block)
+            self._offset += len(block)
+        evidence = self._scan.evidence(final=False)
+        evidence.path = self.path
+        return evidence
 
     def _take_waiting(self, fd: int) -> bool:
-        """Add what the pipe holds now to the tail, up to MAX_TAIL_BYTES; whether every
-        writer has closed it. The pipe stays open: a named pipe may get a new writer."""
+        """Feed what the pipe holds now, up to MAX_POLL_BYTES; whether every writer has closed
+        it. The pipe stays open: a named pipe may get a new writer."""
         taken = 0
-        while taken < MAX_TAIL_BYTES:
+        while taken < MAX_POLL_BYTES:
             try:
                 chunk = os.read(fd, BLOCK_BYTES)
             except BlockingIOError:  # a writer holds it open but has written nothing new
                 return False
             if not chunk:
                 return True
-            self._tail.add(chunk)
+            self._scan.feed(chunk)
             taken += len(chunk)
         return False
+
+
+class _Sniffed:
+    """A LogScan that first makes sure the log is text: SourceUnavailable naming it when its
+    first bytes are gzip or binary."""
+
+    def __init__(self, scan: LogScan, name: str) -> None:
+        self._scan = scan
+        self._name = name
+        self._start = b""
+
+    def feed(self, data: bytes) -> None:
+        if len(self._start) < SNIFF_BYTES:
+            self._start += data[:SNIFF_BYTES]
+            self._sniff()
+        self._scan.feed(data)
+
+    def evidence(self, final: bool = True) -> LogEvidence:
+        return self._scan.evidence(final)
+
+    def _sniff(self) -> None:
+        if self._start.startswith(b"\x1f\x8b"):
+            raise SourceUnavailable(f"cannot read the log {self._name}: gzip-compressed; zcat "
+                                    "it first (zcat LOG.gz | triton-doctor check --log -)")
+        text = self._start.replace(b"\0", b"")  # the hole a copytruncate rotation leaves
+        if len(text.translate(None, NOT_CONTROL)) > MAX_CONTROL_SHARE * len(text):
+            raise SourceUnavailable(f"cannot read the log {self._name}: binary data, not a "
+                                    "text log")
 
 
 def _open(path: str) -> tuple[BinaryIO, bool]:
@@ -118,80 +177,28 @@ def _open(path: str) -> tuple[BinaryIO, bool]:
     raise SourceUnavailable(f"cannot read the log {path}: {kind_of(mode)}, not a file or a pipe")
 
 
-def _evidence(path: str, source: str, data: bytes, max_lines: int) -> LogEvidence:
-    """The last ``max_lines`` lines of ``data``; SourceUnavailable naming ``path`` when they
-    are not a text log."""
-    if data.startswith(b"\x1f\x8b"):
-        raise SourceUnavailable(f"cannot read the log {path}: gzip-compressed; zcat it first")
-    # Runs of NUL are the hole a copytruncate rotation leaves before the writer's next line.
-    data = data.replace(b"\0", b"")
-    if len(data.translate(None, NOT_CONTROL)) > MAX_CONTROL_SHARE * len(data):
-        raise SourceUnavailable(f"cannot read the log {path}: binary data, not a text log")
-    lines = [line.rstrip("\r") for line in data.decode("utf-8", "replace").split("\n")]
-    if lines[-1] == "":
-        lines.pop()
-    return LogEvidence(source=source, lines=lines[-max_lines:] if max_lines > 0 else [])
-
-
-def _tail_of_file(file: BinaryIO, max_lines: int) -> bytes:
-    """Blocks from the end until they hold ``max_lines`` whole lines (or the file or the byte
-    limit ends); the first, partial line is dropped unless the file starts there."""
-    end = file.seek(0, os.SEEK_END)
-    position, data = end, b""
-    while position > 0 and data.count(b"\n") <= max_lines and end - position < MAX_TAIL_BYTES:
-        step = min(BLOCK_BYTES, position)
-        position -= step
-        file.seek(position)
-        data = file.read(step) + data
-    if position > 0:
-        data = data.partition(b"\n")[2]
-    return data
-
-
-class _Tail:
-    """The last lines of a stream that comes a chunk at a time. A line longer than a block
-    counts as several, which bounds what is kept; the line still being written is kept apart
-    until its newline comes."""
-
-    def __init__(self, max_lines: int) -> None:
-        self._lines: collections.deque[bytes] = collections.deque(maxlen=max(max_lines, 1))
-        self._partial = b""
-
-    def add(self, chunk: bytes) -> None:
-        *lines, self._partial = (self._partial + chunk).split(b"\n")
-        self._lines.extend(line + b"\n" for line in lines)
-        while len(self._partial) >= BLOCK_BYTES:
-            self._lines.append(self._partial[:BLOCK_BYTES])
-            self._partial = self._partial[BLOCK_BYTES:]
-
-    def data(self, with_partial: bool) -> bytes:
-        """The lines kept, and the one still being written when ``with_partial``."""
-        return b"".join([*self._lines, self._partial if with_partial else b""])
-
-
-def _tail_of_stream(fd: int, max_lines: int, seconds: float) -> tuple[bytes, bool]:
-    """(last lines, cut off): a pipe cannot seek, so it is read through, keeping the last lines,
-    until its writers close it or ``seconds`` pass (then cut off is True)."""
-    tail = _Tail(max_lines)
-    deadline = time.monotonic() + seconds
+def _read_stream(fd: int, scan: _Sniffed, seconds: float) -> bool:
+    """Feed ``scan`` a pipe until its writers close it; True when it was cut off instead,
+    silent for ``seconds`` with a writer still holding it."""
     waiting = select.poll()
     waiting.register(fd, select.POLLIN)
     while True:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
+        if not waiting.poll(seconds * 1000):
+            return True
         try:
-            chunk = os.read(fd, BLOCK_BYTES)
-        except BlockingIOError:  # a writer holds the pipe open but has written nothing new
-            waiting.poll(left * 1000)
+            chunk = os.read(fd, READ_BYTES)
+        except BlockingIOError:  # woken, but another reader took it
             continue
         if not chunk:  # every writer closed it
-            return tail.data(with_partial=True), False
-        tail.add(chunk)
-    return tail.data(with_partial=True), True
+            return False
+        scan.feed(chunk)
 
 
 def from_container(evidence: ContainerEvidence) -> LogEvidence:
-    """The log tail the Docker daemon returned with the container's inspect data."""
-    return LogEvidence(source=f"container {evidence.name or evidence.id[:12]}",
-                       lines=list(evidence.log_tail))
+    """What the log rules know of the log tail the Docker daemon returned with the container's
+    inspect data (only its end: ``whole`` is False)."""
+    scan = LogScan(f"container {evidence.name or evidence.id[:12]}")
+    scan.feed("".join(f"{line}\n" for line in evidence.log_tail).encode("utf-8", "replace"))
+    log = scan.evidence()
+    log.whole = False
+    return log

@@ -23,6 +23,7 @@ from triton_doctor.checks.live import (
     collect_surroundings,
     metrics_url_for,
     read_gpu,
+    unreachable,
     with_trend,
 )
 from triton_doctor.checks.unavailable import SourceUnavailable
@@ -100,7 +101,7 @@ class Poller:
             taken = server.sample(self.url, self.request.timeout_s)
         except SourceUnavailable as error:
             evidence.server = None
-            evidence.unavailable["server"] = str(error)
+            unreachable(evidence, "server", str(error))
             return None
         for model in evidence.server.models:
             if model.config is not None:
@@ -111,7 +112,10 @@ class Poller:
         try:
             return metrics.scrape(self.metrics_url, self.request.timeout_s)
         except SourceUnavailable as error:
-            evidence.unavailable["metrics"] = str(error)
+            if self.request.metrics_url:
+                unreachable(evidence, "metrics", str(error))
+            else:
+                evidence.unavailable["metrics"] = str(error)
             return None
 
     def _earlier(self, now: Reading) -> Reading:
@@ -153,7 +157,7 @@ class Poller:
             try:
                 evidence.log = self._log.read()
             except SourceUnavailable as error:
-                evidence.unavailable["log"] = str(error)
+                unreachable(evidence, "log", str(error))
         elif self._surroundings.log is not None:
             evidence.log = self._surroundings.log
         else:

@@ -10,10 +10,6 @@ class SourceUnavailable(Exception):
     read. The message names the source (URL, endpoint, path) and what to do, for the user."""
 
 
-class Unreachable(Exception):
-    """A source the user asked for could not be read (exit code 3)."""
-
-
 def describe_os_error(error: OSError, missing: str = "no such file") -> str:
     """Why a path could not be read, in words; ``missing`` words ENOENT for the caller's case
     (a path listed a moment ago and gone is a dangling symbolic link)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 #: The ports tritonserver listens on unless told otherwise.
 TRITON_HTTP_PORT = 8000
@@ -96,3 +96,18 @@ def split_url(url: str) -> ServerUrl:
     host = f"[{hostname}]" if ":" in hostname else hostname
     return ServerUrl(parts.scheme, host, port, parts.path, parts.query, parts.fragment,
                      parts.username)
+
+
+def metrics_endpoint(url: str) -> str:
+    """A ``--metrics-url`` written as ``--url`` is (``triton:8002``, ``http://triton:8002``, a
+    whole URL) as the URL to scrape: ``http://`` when it names no scheme, Triton's metrics port
+    when an http URL names none, ``/metrics`` when it names no path. Raises ValueError as
+    :func:`split_url` does."""
+    parts = split_url(url)
+    text = url.strip()
+    whole = urlsplit(text if "://" in text else f"http://{text}")
+    netloc = whole.netloc
+    if parts.given_port is None and parts.scheme == "http":
+        netloc += f":{TRITON_METRICS_PORT}"
+    path = whole.path if whole.path not in ("", "/") else "/metrics"
+    return urlunsplit((whole.scheme.lower(), netloc, path, whole.query, ""))

@@ -280,7 +280,12 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool) -> None:
         help="limit for every request to a live source, more than 0 and at most 3600 "
         "(default 5)",
     )
-    parser.add_argument("--log", metavar="FILE", help="the server's log file")
+    parser.add_argument(
+        "--log", metavar="FILE",
+        help="the server's log: a file, a pipe, or - for standard input (kubectl logs POD | "
+        "triton-doctor check --log -); Triton's own lines, docker logs --timestamps, and "
+        "Kubernetes (CRI or JSON) log lines are read; `check --log` judges a log alone too",
+    )
     parser.add_argument(
         "--container", metavar="NAME", help="the server's Docker container (default: found)"
     )

@@ -40,18 +40,24 @@ class _Stop(Exception):
 
 def _collected(invocation: Invocation, live: bool = True) -> Evidence:
     """The Evidence the invocation asks for (the server left out unless ``live``); a target that
-    cannot be read (exit 2) or a live source out of reach (exit 3) is said and raised as
-    _Stop."""
+    cannot be read (exit 2) is said and raised as _Stop. A live source out of reach is said
+    here and stays in the Evidence (``unreachable``), reported with the rest."""
     from triton_doctor.checks import collect
 
     try:
-        return collect.collect(invocation, live=live)
+        evidence = collect.collect(invocation, live=live)
     except (ValueError, collect.TargetError) as error:  # SnapshotError, UsageError too
         say(error)
         raise _Stop(EXIT_USAGE) from None
-    except collect.Unreachable as error:
-        say(error)
-        raise _Stop(EXIT_UNREACHABLE) from None
+    for why in evidence.unreachable.values():
+        say(why)
+    return evidence
+
+
+def _unreached(evidence: Sequence[Evidence], code: int) -> int:
+    """EXIT_UNREACHABLE when a source the user named could not be read (whatever the findings
+    and --exit-zero: the report is partial), else ``code``."""
+    return EXIT_UNREACHABLE if any(e.unreachable for e in evidence) else code
 
 
 def check(invocation: Invocation) -> int:
@@ -81,7 +87,7 @@ def check(invocation: Invocation) -> int:
     for skipped in result.skipped:
         if skipped.internal:
             say(f"{skipped.rule} on {skipped.model or 'the repository'}: {skipped.reason}")
-    code = _exit_code(result, output)
+    code = _unreached([e for _, e in judged], _exit_code(result, output))
     if output.tui:
         return code
     evidence = judged[0][1]
@@ -180,8 +186,12 @@ def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int |
         target["repositories"] = list(invocation.sources.repositories)
     elif evidence.repository is not None:
         target["repository"] = evidence.repository.path
-    if evidence.server is not None:
-        target["server"] = evidence.server.url
+    if invocation.sources.url:
+        from triton_doctor.checks.collect import hide_credentials
+
+        target["server"] = hide_credentials(invocation.sources.url)
+    if evidence.log is not None:
+        target["log"] = evidence.log.source
     if invocation.sources.snapshot:
         target["snapshot"] = invocation.sources.snapshot
     if evidence.options.gpus is not None:
@@ -209,7 +219,7 @@ def snapshot(invocation: Invocation) -> int:
                                "log") if getattr(evidence, part) is not None]
     say(f"wrote {path} ({', '.join(parts)}; unavailable: "
         f"{', '.join(evidence.unavailable) or 'none'})")
-    return EXIT_OK
+    return _unreached([evidence], EXIT_OK)
 
 
 def watch(invocation: Invocation) -> int:

@@ -52,16 +52,19 @@ def run(
 ) -> Result:
     """Judge the Evidence with ``rules``; ``waived`` are the settings file's waivers."""
     live = [r for r in rules if r.scope == "live"]
-    static = [r for r in rules if r.scope != "live"]
+    log = [r for r in rules if r.scope == "log"]
+    static = [r for r in rules if r.scope not in ("live", "log")]
     asked_live = evidence.server is not None or "server" in evidence.unavailable
+    asked_log = evidence.log is not None or "log" in evidence.unavailable
     result = Result(rules_run=len(static) * (evidence.repository is not None)
-                    + len(live) * asked_live)
+                    + len(live) * asked_live + len(log) * asked_log)
     repository = None
     if evidence.repository is not None:
         repository = RepositoryView(evidence.repository, evidence.options)
         _run_static(result, static, repository)
-    if asked_live:
-        _run_live(result, live, LiveView(evidence), list(result.findings))
+    if asked_live or asked_log:
+        _run_live(result, live * asked_live + log * asked_log, LiveView(evidence),
+                  list(result.findings))
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
     if evidence.repository is not None:  # which the fingerprints leave out of the messages
         root = evidence.repository.path

@@ -509,11 +509,44 @@ class HostEvidence:
 
 
 @dataclass
+class LogOccurrence:
+    """The lines of a log that say one thing about one model, gathered into one."""
+
+    #: The log rule whose words the lines hold (``Rule.server_says``/``log_says``).
+    rule: str
+    #: The words found (the longest the rule declares).
+    says: str
+    #: The model the lines name; "" when they name none.
+    model: str = ""
+    #: The rule that explains the first line's load error, where its words name one.
+    explained_by: str = ""
+    count: int = 0
+    #: Line numbers in the log, from 1.
+    first_line: int = 0
+    last_line: int = 0
+    #: Times the first and last lines carry, as written; "" when they carry none.
+    first_time: str = ""
+    last_time: str = ""
+    #: The first line's message (unquoted, its wrapping removed), and the last one's.
+    first_message: str = ""
+    last_message: str = ""
+
+
+@dataclass
 class LogEvidence:
-    """Server log lines (a file given with --log, or the container's log)."""
+    """The server's log (a file or pipe given with --log, or the container's log): what its
+    lines say that the log rules know, read over all of it, and its last lines to show."""
 
     source: str
     lines: list[str] = field(default_factory=list)
+    #: The file read, for findings to point into; "" for a pipe, standard input or a container.
+    path: str = ""
+    occurrences: list[LogOccurrence] = field(default_factory=list)
+    #: Lines and bytes read; lines before ``lines`` are numbered from 1 all the same.
+    total_lines: int = 0
+    bytes_read: int = 0
+    #: Whether the whole log was read (False: only its end, e.g. a container's tail).
+    whole: bool = True
 
 
 @dataclass
@@ -528,6 +561,9 @@ class Evidence:
     log: LogEvidence | None = None
     #: Parts that were asked for but could not be collected: part name -> why.
     unavailable: dict[str, str] = field(default_factory=dict)
+    #: Of those, the sources the user named (the server, a --metrics-url, a --log beside a
+    #: server) that could not be read: the run reports what it has and exits 3.
+    unreachable: dict[str, str] = field(default_factory=dict)
     schema: int = EVIDENCE_SCHEMA
 
 

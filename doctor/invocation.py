@@ -331,9 +331,12 @@ def _sources(args: argparse.Namespace, settings: Settings) -> Sources:
     repositories = _repositories(args)
     if args.snapshot and (repositories or args.url):
         raise UsageError("--snapshot judges a saved snapshot; give it alone")
-    if not (args.snapshot or repositories or args.url):
-        raise UsageError("give a model repository, --url URL of a running server, or "
-                         "--snapshot FILE")
+    if args.snapshot and args.log:
+        raise UsageError("--snapshot judges a saved snapshot; give it alone")
+    if not (args.snapshot or repositories or args.url or (args.log and args.command == "check")):
+        raise UsageError("give a model repository, --url URL of a running server, "
+                         + ("--log FILE, " if args.command == "check" else "")
+                         + "or --snapshot FILE")
     return Sources(
         repository=repositories[0] if repositories else None,
         repositories=repositories,

@@ -25,7 +25,8 @@ class Rule:
     severity: Severity
     title: str
     #: "model": called once per model with (model, repository); "repository": once with the
-    #: repository; "live": once with the LiveView of a running server.
+    #: repository; "live": once with the LiveView of a running server; "log": once with the
+    #: LiveView when a log was read (alone, or beside a server).
     scope: str
     #: What the rule needs: "config" = a model's parsed (or auto-completed) configuration; for
     #: live rules the Evidence parts ("server", "metrics", "gpu", "container", "host", "log"),
@@ -37,7 +38,7 @@ class Rule:
     #: holding one is explained by this rule (``triton_doctor.server_words``).
     server_says: tuple[str, ...] = ()
     #: Words of lines the server logs while serving (a failed request, memory running out) that
-    #: the rule is about; matched case-insensitively.
+    #: the rule is about; matched as written.
     log_says: tuple[str, ...] = ()
     #: The rule's triton_message passes on the server's text whatever it says (TD601 relays a
     #: model's load error), so it declares no words of its own.

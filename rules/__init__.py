@@ -16,8 +16,10 @@ from triton_doctor.rules import (  # noqa: F401
     model_files,
     model_io,
     python_model,
+    reachability,
     repository_shape,
     resources,
     runtime,
+    server_log,
     serving,
 )

@@ -21,8 +21,7 @@ def _caveat(view: LiveView) -> str:
 
 
 @rule("TD701", "gpu-memory-pressure", "warning", "GPU memory nearly full", scope="live",
-      needs=("gpu",),
-      log_says=("out of memory",))
+      needs=("gpu",))
 def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: used ÷ total memory of each GPU (NVML), against `gpu-memory` (default
@@ -211,9 +210,7 @@ def dev_shm_nearly_full(view: LiveView) -> Iterator[Hit]:
 
 
 @rule("TD714", "container-default-shm", "warning", "Container left at Docker's 64 MB /dev/shm",
-      scope="live", needs=("container", "server"),
-      server_says=("Unable to initialize shared memory key",),
-      log_says=("Failed to increase the shared memory pool size",))
+      scope="live", needs=("container", "server"))
 def container_default_shm(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the server's container has Docker's default 64 MB /dev/shm
@@ -238,8 +235,8 @@ def container_default_shm(view: LiveView) -> Iterator[Hit]:
         message=f"container {view.container.name or view.container.id[:12]} has a "
         f"{size / MIB:.0f} MiB /dev/shm while {len(python)} Python-backend model(s) run "
         f"({', '.join(python[:5])})",
-        triton_message="Unable to initialize shared memory key",
-        fix="Restart the container with --shm-size=1g.",
+        fix="Restart the container with --shm-size=1g (TD805 reads the failures it causes in "
+        "the log).",
         evidence={"shm_size_bytes": size, "python_models": len(python)},
     )
 

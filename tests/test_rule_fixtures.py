@@ -8,6 +8,9 @@ A few failing repositories cannot live in git (symbolic link loops, unreadable d
 binary or directory config.pbtxt): the rule's ``build.py`` adds those parts to a copy of the
 committed ``fail/``, and the fixture's README.md says what is added.
 
+A live rule's fixtures are snapshots (``snapshot.json``); a log rule's are ``server.log``, a
+link to a real log in fixtures/logs (judged with ``check --log``).
+
 Each ``fail/`` pins its rule's findings in ``findings.txt`` (see tests/pinned_findings.py).
 """
 
@@ -76,11 +79,15 @@ def _judge(rule_id: str, kind: str, tmp_path: Path) -> Result:
     saved = FIXTURES / rule_id / kind / "snapshot.json"
     if saved.exists():
         return run(snapshot.read(str(saved)), RULES)
+    no_settings = tmp_path / "no-settings.toml"
+    no_settings.write_text("")
+    log = FIXTURES / rule_id / kind / "server.log"
+    if log.exists():  # a log rule's fixture: a link to a log in fixtures/logs
+        argv = ["check", "--log", str(log), "--config", str(no_settings)]
+        return run(collect(Invocation.from_args(build_parser().parse_args(argv))), RULES)
     args_file = FIXTURES / rule_id / "args"
     extra = shlex.split(args_file.read_text()) if args_file.exists() else []
     repo = _repository(rule_id, kind, tmp_path)
-    no_settings = tmp_path / "no-settings.toml"
-    no_settings.write_text("")
     argv = ["check", str(repo), "--config", str(no_settings), *extra]
     return run(collect(Invocation.from_args(build_parser().parse_args(argv))), RULES)
 
@@ -106,7 +113,8 @@ def test_rule_fires_on_fail_fixture(candidate: Rule, tmp_path: Path) -> None:
         f"{candidate.id} {'quotes' if quoted else 'does not quote'} the server on fail/; "
         f"its server_says is {candidate.server_says}")
     if not candidate.relays_server:
-        assert all(any(f in text for f in candidate.server_says) for text in quoted), quoted
+        words = (*candidate.server_says, *candidate.log_says)
+        assert all(any(f in text for f in words) for text in quoted), quoted
 
 
 @pytest.mark.parametrize("candidate", _params())

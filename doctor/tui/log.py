@@ -1,4 +1,5 @@
-"""The server's recent error lines, each next to the rule that explains it where one does."""
+"""The server's log: the diagnosis of the log rules (each problem once, with its lines), then
+the other error lines of its end, each next to the rule that explains it where one does."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from textual.widgets import DataTable, Footer, Static
 from triton_doctor.catalogue import find_rule
 from triton_doctor.evidence import LogEvidence
 from triton_doctor.printable import printable
-from triton_doctor.server_words import explain_log_line
+from triton_doctor.server_words import explain_log_line, in_log
+from triton_doctor.triton.server_log import read_line
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import History
 from triton_doctor.tui.tables import fill, new_table, selected_key
@@ -29,7 +31,8 @@ MAX_LINES = 200
 
 @dataclass(frozen=True)
 class ErrorLine:
-    """An error or warning the log repeats ``count`` times; ``number`` is its last line."""
+    """An error or warning the log repeats ``count`` times; ``number`` is its last line (in
+    the whole log where its length is known, else in its last lines)."""
 
     number: int
     line: str
@@ -37,20 +40,60 @@ class ErrorLine:
     count: int
 
 
+@dataclass(frozen=True)
+class Entry:
+    """A row of the log screen: a problem the log rules found, or an error line of the end."""
+
+    key: str
+    line: int
+    count: int
+    rule: str
+    model: str
+    text: str
+    #: Shown under the row's text: where it repeats, what explains it.
+    notes: tuple[str, ...] = ()
+
+
 def error_lines(log: LogEvidence | None) -> list[ErrorLine]:
-    """The log's error and warning lines, each distinct message once with its count: a model
-    failing every request writes the same line thousands of times."""
+    """The error and warning lines of the log's end that no log rule claims (those are in
+    its diagnosis), each distinct message once with its count: a model failing every request
+    writes the same line thousands of times."""
     if log is None:
         return []
     found: dict[str, ErrorLine] = {}
-    for number, line in enumerate(log.lines, 1):
+    first = max(log.total_lines - len(log.lines), 0)
+    for number, line in enumerate(log.lines, first + 1):
         lowered = line.lower()
-        if GLOG_PROBLEM.match(line) or any(word in lowered for word in PROBLEM_WORDS):
-            key = GLOG_STAMP.sub("", line)
-            earlier = found.pop(key, None)
-            found[key] = ErrorLine(number, line, explain_log_line(line),
-                                   earlier.count + 1 if earlier else 1)
+        if not (GLOG_PROBLEM.match(line) or any(word in lowered for word in PROBLEM_WORDS)):
+            continue
+        if log.occurrences and in_log(read_line(line).message) is not None:
+            continue
+        key = GLOG_STAMP.sub("", line)
+        earlier = found.pop(key, None)
+        found[key] = ErrorLine(number, line, explain_log_line(line),
+                               earlier.count + 1 if earlier else 1)
     return list(found.values())[-MAX_LINES:]
+
+
+def entries(log: LogEvidence | None) -> list[Entry]:
+    """The diagnosis, in the log's order, then the other error lines of its end."""
+    if log is None:
+        return []
+    rows = []
+    for index, found in enumerate(log.occurrences):
+        notes = [f"lines {found.first_line}-{found.last_line}, {found.count} times"
+                 if found.count > 1 else f"line {found.first_line}"]
+        if found.explained_by:
+            notes.append(f"explained by {found.explained_by}")
+        if found.count > 1 and found.last_message != found.first_message:
+            notes.append(f"last: {found.last_message}")
+        rows.append(Entry(f"o{index}", found.first_line, found.count, found.rule, found.model,
+                          found.first_message, tuple(notes)))
+    for line in error_lines(log):
+        repeated = [f"(written {line.count} times; this is the last)"] if line.count > 1 else []
+        rows.append(Entry(f"l{line.number}", line.number, line.count, line.rule or "", "",
+                          line.line, tuple(repeated)))
+    return rows
 
 
 class LogScreen(FrameScreen):
@@ -62,7 +105,7 @@ class LogScreen(FrameScreen):
     def compose(self) -> ComposeResult:
         yield from self.status_bar()
         yield Static(id="log-source")
-        yield new_table("log-lines", ("line", "count", "rule", "message"))
+        yield new_table("log-lines", ("line", "count", "rule", "model", "message"))
         with VerticalScroll(id="log-detail-pane"):
             yield Static(id="log-detail")
         yield Footer()
@@ -71,36 +114,40 @@ class LogScreen(FrameScreen):
         super().show(history)
         frame = history.latest
         log = frame.evidence.log if frame else None
-        lines = error_lines(log)
+        rows = entries(log)
         source = self.query_one("#log-source", Static)
         if frame is not None and log is None:
             why = frame.evidence.unavailable.get("log", "not collected")
             source.update(Text(f"no log: {printable(why)}", style="dim"))
         elif log is not None:
-            source.update(Text(f"{printable(log.source)}: {sum(e.count for e in lines)} error or "
-                               f"warning lines ({len(lines)} distinct) in the last "
-                               f"{len(log.lines)} lines"))
-        rows = [(str(e.number), (e.number, f"{e.count}x", e.rule or "",
-                                 Text(printable(e.line), no_wrap=True, overflow="ellipsis")))
-                for e in lines]
-        fill(self.query_one("#log-lines", DataTable), rows)
-        self._describe(lines, log is not None)
+            problems = len(log.occurrences)
+            others = len(rows) - problems
+            lines = max(log.total_lines, len(log.lines))
+            read = f"{lines} lines read" if log.whole else f"the last {lines} lines"
+            source.update(Text(f"{printable(log.source)}: {problems} problem(s) found, "
+                               f"{others} other error or warning line(s) at its end; {read}"))
+        fill(self.query_one("#log-lines", DataTable),
+             [(e.key, (e.line, f"{e.count}x", e.rule, e.model,
+                       Text(printable(e.text.split(chr(10), 1)[0]), no_wrap=True,
+                            overflow="ellipsis"))) for e in rows])
+        self._describe(rows, log is not None)
 
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
         frame = self.watch_app.history.latest
         log = frame.evidence.log if frame else None
-        self._describe(error_lines(log), log is not None)
+        self._describe(entries(log), log is not None)
 
-    def _describe(self, lines: list[ErrorLine], have_log: bool) -> None:
+    def _describe(self, rows: list[Entry], have_log: bool) -> None:
         key = selected_key(self.query_one("#log-lines", DataTable))
-        chosen = next((entry for entry in lines if str(entry.number) == key), None)
+        chosen = next((entry for entry in rows if entry.key == key), None)
         detail = self.query_one("#log-detail", Static)
         if chosen is None:
-            detail.update(Text("No error lines." if have_log else "", style="dim"))
+            detail.update(Text("No problem and no error lines." if have_log else "",
+                               style="dim"))
             return
-        text = Text(printable(chosen.line) + "\n")
-        if chosen.count > 1:
-            text.append(f"(written {chosen.count} times; this is the last)\n", style="dim")
+        text = Text(printable(chosen.text) + "\n")
+        for note in chosen.notes:
+            text.append(printable(note) + "\n", style="dim")
         rule = find_rule(chosen.rule) if chosen.rule else None
         if rule is None:
             text.append("\nNo rule explains this line.", style="dim")

@@ -16,6 +16,7 @@ import pytest
 from textual.widgets import DataTable, Input
 from triton_doctor import cli, snapshot
 from triton_doctor.checks import collect as collector
+from triton_doctor.checks.log_scan import LogScan
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.evidence import Evidence, RepositoryEvidence, to_jsonable
 from triton_doctor.triton.effective_config import effective_config_text
@@ -452,7 +453,9 @@ def test_l_opens_the_log_and_each_line_shows_the_rule_that_explains_it() -> None
     async def scenario() -> None:
         evidence = incident()
         assert evidence.log is not None
-        evidence.log.lines[:0] = LOG_LINES
+        scan = LogScan("server.log")
+        scan.feed("".join(f"{line}\n" for line in [*LOG_LINES, *evidence.log.lines]).encode())
+        evidence.log = scan.evidence()
         app = NotedApp(source(Reads(evidence)))
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
@@ -460,12 +463,16 @@ def test_l_opens_the_log_and_each_line_shows_the_rule_that_explains_it() -> None
             await settle(app, pilot)
             assert isinstance(app.screen, LogScreen)
             assert text_of(app, "#log-source") == (
-                "server.log: 62 error or warning lines (3 distinct) in the last 62 lines")
-            assert column(app, "#log-lines", "rule") == ["TD601", "", "TD613"]
+                "server.log: 1 problem(s) found, 2 other error or warning line(s) at its end; "
+                "62 lines read")
+            # The log rules' diagnosis first, then the other error lines of its end.
+            assert column(app, "#log-lines", "rule") == ["TD801", "", "TD613"]
+            assert column(app, "#log-lines", "model") == ["detector", "", ""]
             assert column(app, "#log-lines", "count") == ["1x", "1x", "60x"]
             detail = text_of(app, "#log-detail")
-            assert detail.startswith(LOG_LINES[0])
-            assert "\nTD601 model-not-ready — A model is not ready on the server\n" in detail
+            assert detail.startswith("failed to load 'detector' version 1: Internal: "
+                                     "FileNotFoundError: anchors.json\nline 1\n")
+            assert "\nTD801 model-load-failed — The log shows a model failing to load\n" in detail
             await pilot.press("down")
             assert "No rule explains this line." in text_of(app, "#log-detail")
             await pilot.press("down")

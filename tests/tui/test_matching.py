@@ -92,9 +92,9 @@ def test_error_lines_pick_problems_and_match_them_to_rules() -> None:
     ])
     found = [(e.number, e.rule, e.count) for e in error_lines(log)]
     assert found == [
-        (3, "TD601", 1),  # "failed to load"
+        (3, "TD801", 1),  # "failed to load"
         (5, "TD504", 1),  # a load error's reason
-        (6, "TD701", 1),  # out of memory
+        (6, "TD803", 1),  # out of memory
         (7, None, 1),  # a problem word without a glog prefix, no rule
         (8, None, 2),  # the same warning twice (other time, other thread): once, counted
     ]
@@ -120,4 +120,4 @@ def test_a_full_dev_shm_in_the_log_is_explained_by_the_shm_size_rule() -> None:
         "running Triton inside docker, use '--shm-size' flag to control the shared memory "
         "region size.",
     ])
-    assert [e.rule for e in error_lines(log)] == ["TD714"]
+    assert [e.rule for e in error_lines(log)] == ["TD805"]
