@@ -1,0 +1,228 @@
+"""Reading a server log: each line's shape (glog, docker, CRI, JSON), the model a message
+names, time spans, and a scan whose evidence does not depend on how the bytes arrive."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from typing import Any
+
+import pytest
+import triton_doctor.rules  # noqa: F401  (the log rules' words come from the registry)
+from triton_doctor.checks import log_scan
+from triton_doctor.checks.log_scan import LogScan
+from triton_doctor.triton.server_log import LogLine, model_named, read_line, seconds_between
+
+GLOG = 'E1201 19:47:36.620393 13872 model_lifecycle.cc:642] '
+LOAD_FAILED = "failed to load 'tokenizer' version 1: Internal: RuntimeError: no tokenizer"
+
+
+# --- read_line: one line in each shape ------------------------------------------------------
+
+def test_glog_line_with_quoted_message_is_unquoted() -> None:
+    message = f"{LOAD_FAILED}\n\nAt:\n  /models/tokenizer/1/model.py(4): initialize\n"
+    line = read_line(GLOG + json.dumps(message))
+    assert line == LogLine("1201 19:47:36.620393", message, "E")
+
+
+def test_glog_line_of_older_releases_is_read_as_written() -> None:
+    line = read_line(f"I0210 23:48:21.607208 1 model_lifecycle.cc:757] {LOAD_FAILED}")
+    assert line == LogLine("0210 23:48:21.607208", LOAD_FAILED, "I")
+
+
+def test_docker_timestamps_line_carries_docker_time() -> None:
+    line = read_line(f"2026-12-01T19:47:36.620393000Z {GLOG}{json.dumps(LOAD_FAILED)}")
+    assert line == LogLine("2026-12-01T19:47:36.620393000Z", LOAD_FAILED, "E")
+
+
+@pytest.mark.parametrize("tag", ["F", "P"])
+def test_cri_line_full_or_partial_carries_its_time(tag: str) -> None:
+    line = read_line(f"2026-12-01T19:47:36.620393Z stderr {tag} {GLOG}{json.dumps(LOAD_FAILED)}")
+    assert line == LogLine("2026-12-01T19:47:36.620393Z", LOAD_FAILED, "E")
+
+
+def test_json_record_with_escaped_quotes_and_newlines() -> None:
+    message = "failed to load 'm' version 1: said \"no\"\nAt:\n  model.py(4)"
+    record = json.dumps({"log": GLOG + json.dumps(message) + "\n", "stream": "stderr",
+                         "time": "2026-12-01T19:47:36.620393Z"})
+    assert read_line(record) == LogLine("2026-12-01T19:47:36.620393Z", message, "E")
+
+
+def test_json_record_of_a_log_shipper_keys() -> None:
+    record = json.dumps({"@timestamp": "2026-12-01T19:47:36Z", "message": LOAD_FAILED})
+    assert read_line(record) == LogLine("2026-12-01T19:47:36Z", LOAD_FAILED, "")
+
+
+@pytest.mark.parametrize("text", [
+    "just some words",
+    '{"error":"inference request batch-size must be <= 8 for \'m\'"}',  # a client's answer
+    "{not json at all",
+    "Signal (11) received.",
+])
+def test_line_of_no_known_shape_is_its_whole_message(text: str) -> None:
+    assert read_line(f"  {text} \n") == LogLine("", text, "")
+
+
+# --- model_named ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("message", "model"), [
+    (LOAD_FAILED, "tokenizer"),
+    ("Poll failed for model directory 'detector': unexpected platform type", "detector"),
+    ("in ensemble 'pipeline', [request id: 1] expected 1 inputs for model 'add'", "pipeline"),
+    ("Failed to process the request(s) for model instance 'damage_0', message: x", "damage"),
+    ("Failed to process the request(s) for model instance 'damage_0_0', message: x", "damage"),
+    ("Stub process 'embedder_0_0' is not healthy.", "embedder"),
+    ("Stub process 'resnet_50_0_0' is not healthy.", "resnet_50"),
+    ("| ranker      | 1       | UNAVAILABLE: Invalid argument: no backend |", "ranker"),
+    ("inference request batch-size must be <= 8 for 'healthy_add'", "healthy_add"),
+    ("Stub process is unhealthy and it will be restarted.", ""),
+    ("|             |         | At:                    |", ""),
+])
+def test_model_named(message: str, model: str) -> None:
+    assert model_named(message) == model
+
+
+# --- seconds_between ------------------------------------------------------------------------
+
+def test_seconds_between_glog_times() -> None:
+    assert seconds_between("1201 19:47:36.500000", "1201 19:48:38.750000") == \
+        pytest.approx(62.25)
+    assert seconds_between("1201 19:47:36", "1201 19:47:40") == pytest.approx(4)
+
+
+def test_seconds_between_rfc3339_with_nanoseconds_and_zones() -> None:
+    assert seconds_between("2026-12-01T19:47:36.620393123Z",
+                           "2026-12-01T19:47:38.622774000Z") == pytest.approx(2.002381)
+    assert seconds_between("2026-12-01T19:47:36Z", "2026-12-01T20:47:37+01:00") == \
+        pytest.approx(1)
+
+
+@pytest.mark.parametrize(("first", "last"), [
+    ("1201 19:47:36.620393", "2026-12-01T19:47:38Z"),  # glog's time has no zone
+    ("", "1201 19:47:36.620393"),
+    ("1231 23:59:59.000000", "0101 00:00:01.000000"),  # New Year: glog has no year
+    ("not a time", "1201 19:47:36"),
+])
+def test_seconds_between_is_none_when_it_cannot_be_known(first: str, last: str) -> None:
+    assert seconds_between(first, last) is None
+
+
+# --- LogScan --------------------------------------------------------------------------------
+
+def _glog(second: int, message: str, severity: str = "E") -> bytes:
+    return f"{severity}1201 19:{second // 60:02d}:{second % 60:02d}.000001 7 x.cc:1] " \
+        f"{json.dumps(message)}\n".encode()
+
+
+def _sample_log() -> bytes:
+    """Failures of several models among healthy lines, some repeated, one traceback."""
+    rng = random.Random(14)
+    parts: list[bytes] = []
+    for second in range(600):
+        pick = rng.random()
+        if pick < 0.05:
+            parts.append(_glog(second, f"failed to load 'm{second % 3}' version 1: Internal: x"))
+        elif pick < 0.10:
+            parts.append(_glog(second, "Stub process 'embedder_0_0' is not healthy."))
+        elif pick < 0.11:
+            parts.append(_glog(second, "error: creating server: Internal - failed to load "
+                               "all models"))
+        else:
+            parts.append(_glog(second, f"HTTP request: 2 /v2/models/m/infer {second}", "I"))
+    parts.append(b"Signal (11) received.")  # the last line, without its newline
+    return b"".join(parts)
+
+
+def _scan(data: bytes, sizes: list[int] | None = None, **kwargs: Any) -> dict[str, Any]:
+    """The evidence of ``data`` fed in blocks of ``sizes`` (cycled), or whole."""
+    scan = LogScan("test", **kwargs)
+    at, turn = 0, 0
+    while at < len(data):
+        size = sizes[turn % len(sizes)] if sizes else len(data)
+        scan.feed(data[at:at + size])
+        at, turn = at + size, turn + 1
+    return dataclasses.asdict(scan.evidence())
+
+
+def test_evidence_does_not_depend_on_how_the_bytes_are_cut() -> None:
+    data = _sample_log()
+    whole = _scan(data)
+    rng = random.Random(7)
+    assert {(o["rule"], o["model"]) for o in whole["occurrences"]} == {
+        ("TD801", "m0"), ("TD801", "m1"), ("TD801", "m2"), ("TD804", "embedder"),
+        ("TD802", ""), ("TD811", "")}
+    assert sum(o["count"] for o in whole["occurrences"]) > 30
+    for sizes in ([1], [7], [rng.randint(1, 5000) for _ in range(50)]):
+        assert _scan(data, sizes) == whole, sizes
+
+
+def test_line_numbers_are_right_across_blocks() -> None:
+    lines = [f"I1201 19:00:00.000001 7 x.cc:1] \"healthy {n}\"" for n in range(1, 301)]
+    for number, model in ((1, "first"), (150, "middle"), (300, "last")):
+        lines[number - 1] = f"E1201 19:00:00.000001 7 x.cc:1] \"failed to load '{model}' " \
+                            "version 1: x\""
+    data = "\n".join(lines).encode() + b"\n"
+    for sizes in (None, [1], [7], [4093]):
+        occurrences = _scan(data, sizes)["occurrences"]
+        assert [(o["model"], o["first_line"], o["last_line"]) for o in occurrences] == [
+            ("first", 1, 1), ("middle", 150, 150), ("last", 300, 300)], sizes
+
+
+def test_a_line_longer_than_the_limit_is_cut_and_still_counted(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_scan, "MAX_LINE_BYTES", 64)
+    scan = LogScan("test")
+    long = b"failed to load 'huge' version 1: " + b"x" * 1000  # no newline yet
+    for at in range(0, len(long), 10):
+        scan.feed(long[at:at + 10])
+    waiting = scan.evidence(final=False)  # the cut part was read without its newline
+    assert [(o.model, o.count, o.first_line) for o in waiting.occurrences] == [("huge", 1, 1)]
+    scan.feed(b"\nfailed to load 'after' version 1: x\n")
+    evidence = scan.evidence()
+    assert [(o.model, o.count) for o in evidence.occurrences] == [("huge", 1), ("after", 1)]
+    assert evidence.occurrences[1].first_line == evidence.total_lines > 2
+
+
+def test_nul_holes_of_a_truncated_log_are_dropped() -> None:
+    data = b"\0" * 5000 + b"failed to load 'm' version 1: x\n" + b"\0" * 10 + b"tail\n"
+    for sizes in (None, [1], [333]):
+        evidence = _scan(data, sizes)
+        assert [(o["model"], o["first_line"]) for o in evidence["occurrences"]] == [("m", 1)]
+        assert evidence["lines"] == ["failed to load 'm' version 1: x", "tail"]
+        assert evidence["occurrences"][0]["first_message"] == "failed to load 'm' version 1: x"
+
+
+def test_tail_keeps_the_last_lines() -> None:
+    data = b"".join(f"line {n}\n".encode() for n in range(1, 101))
+    for sizes in (None, [1], [9]):
+        evidence = _scan(data, sizes, tail_lines=5)
+        assert evidence["lines"] == [f"line {n}" for n in range(96, 101)], sizes
+        assert evidence["total_lines"] == 100
+
+
+def test_models_beyond_the_limit_fold_into_the_rule(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_scan, "MAX_OCCURRENCES", 2)
+    data = b"".join(f"failed to load '{m}' version 1: x\n".encode() for m in "abcdab")
+    occurrences = _scan(data)["occurrences"]
+    assert [(o["rule"], o["model"], o["count"]) for o in occurrences] == [
+        ("TD801", "a", 2), ("TD801", "b", 2), ("TD801", "", 2)]
+
+
+def test_words_only_in_the_json_wrapper_are_not_counted() -> None:
+    record = {"log": 'I1201 19:00:00.000001 7 x.cc:1] "all is well"\n',
+              "stream": "error: creating server: Internal - failed to load all models",
+              "time": "2026-12-01T19:00:00Z"}
+    data = (json.dumps(record) + "\n").encode() * 3
+    assert _scan(data)["occurrences"] == []
+
+
+def test_a_model_failing_every_request_is_one_occurrence() -> None:
+    line = "Stub process 'embedder_0_0' is not healthy."
+    data = b"".join(_glog(second, line) for second in range(3000))
+    for sizes in (None, [1000]):
+        occurrences = _scan(data, sizes)["occurrences"]
+        assert [(o["rule"], o["model"], o["count"], o["first_line"], o["last_line"])
+                for o in occurrences] == [("TD804", "embedder", 3000, 1, 3000)], sizes
+        assert occurrences[0]["first_time"] == "1201 19:00:00.000001"
+        assert occurrences[0]["last_time"] == "1201 19:49:59.000001"
