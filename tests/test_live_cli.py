@@ -62,6 +62,19 @@ def test_metrics_url_asked_for_but_unreachable_exits_3(server: TritonServer) -> 
     assert proc.returncode == 3 and "metrics" in proc.stderr.lower()
 
 
+def test_metrics_url_written_as_host_and_port_scrapes_the_server(server: TritonServer,
+                                                                   tmp_path: Path) -> None:
+    """``--metrics-url 127.0.0.1:PORT``, no scheme and no path, as --url is written."""
+    saved = tmp_path / "metrics.json"
+    proc = run_cli("snapshot", "--url", server.http_url, "--metrics-url",
+                   f"127.0.0.1:{server.metrics_port}", "--window", "0.2", "-o", str(saved))
+    assert proc.returncode == 0, proc.stderr
+    evidence = json.loads(saved.read_text())["evidence"]
+    assert "metrics" not in evidence["unavailable"]
+    assert evidence["metrics"]["url"] == server.metrics_url
+    assert len(evidence["metrics"]["scrapes"]) == 2
+
+
 def test_nothing_to_check_is_a_usage_error() -> None:
     proc = run_cli("check")
     assert proc.returncode == 2 and "--url" in proc.stderr

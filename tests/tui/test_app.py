@@ -16,6 +16,7 @@ import pytest
 from textual.widgets import DataTable, Input
 from triton_doctor import cli, snapshot
 from triton_doctor.checks import collect as collector
+from triton_doctor.checks.live import unreachable
 from triton_doctor.checks.log_scan import LogScan
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.evidence import Evidence, RepositoryEvidence, to_jsonable
@@ -730,6 +731,32 @@ def test_a_server_that_goes_away_shows_unreachable_then_recovers() -> None:
             status = text_of(app, "#status")
             assert "server unreachable" not in status and "triton 2.51.0" in status
             assert len(column(app, "#models", "model")) == 6
+
+    play(scenario())
+
+
+def dead_server() -> Evidence:
+    """What the Poller gives while the server the user named does not answer."""
+    evidence = server_unreachable()
+    unreachable(evidence, "server", evidence.unavailable["server"])
+    return evidence
+
+
+def test_a_dead_server_is_a_firing_finding_until_it_answers() -> None:
+    async def scenario() -> None:
+        reads = Reads(dead_server(), incident())
+        app = NotedApp(source(reads, live=True), interval_s=3600)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert "TD603" in column(app, "#firing", "rule")
+            await pilot.press("f")
+            rows = zip(column(app, "#findings", "severity"), column(app, "#findings", "rule"),
+                       column(app, "#findings", "message"), strict=True)
+            assert ("error", "TD603", "cannot connect to http://127.0.0.1:36419: refused") in [
+                (severity.split()[-1], rule, message) for severity, rule, message in rows]
+            await pilot.press("escape", "r")
+            await settle(app, pilot)
+            assert "TD603" not in column(app, "#firing", "rule")
 
     play(scenario())
 
