@@ -58,7 +58,7 @@ INCIDENTS = (
     ("TD803", "llm_1", 'E1201 {t} 92 pb_stub.cc:721] "Failed to process the request(s) for '
      'model \'llm_1_0_0\', message: torch.OutOfMemoryError: CUDA out of memory. Tried to '
      'allocate 2.00 GiB"'),
-    ("TD810", "bert_2", 'E1201 {t} 77 http_server.cc:4582] "[request id: <id_unknown>] '
+    ("TD809", "bert_2", 'E1201 {t} 77 http_server.cc:4582] "[request id: <id_unknown>] '
      'inference input \'INPUT0\' data-type is \'INT64\', but model \'bert_2\' expects '
      '\'INT32\'"'),
 )

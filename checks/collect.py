@@ -48,8 +48,10 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
 
 
 def reread_repository(invocation: Invocation, evidence: Evidence) -> Evidence:
-    """``check --tui``'s r: the repository read from disk again, for the same target."""
-    return Evidence(repository=_repository(invocation), options=evidence.options)
+    """``check --tui``'s r: the repository read from disk again, for the same target (the log
+    beside it, read once, stays)."""
+    return Evidence(repository=_repository(invocation), options=evidence.options,
+                    log=evidence.log)
 
 
 class LivePoller:

@@ -520,3 +520,36 @@ def tensorrt_engine_rejected(view: LiveView) -> Iterator[Hit]:
                    "release's container), or serve it with the release it was built with; "
                    "`triton-doctor check` reads a plan's version offline (TD501).",
                    **evidence)
+
+
+@rule("TD814", "python-execute-failed", "error", "A Python model raises on requests",
+      scope="log", needs=("log",), log_says=("Failed to process the request(s)",),
+      relays_server=True)
+def python_execute_failed(view: LiveView) -> Iterator[Hit]:
+    """
+    What it checks: the Python backend's `Failed to process the request(s) for model
+    '<instance>', message: <exception>`: the model's `execute` raised, and every request of
+    that call failed. A cause another log rule knows (memory running out, a missing module)
+    is that rule's.
+
+    Why it matters: clients get errors (HTTP 500) for whole batches, while the model stays
+    READY and its health checks pass; the same line repeated thousands of times is the usual
+    trace of a model that breaks on some inputs.
+
+    Example: `Failed to process the request(s) for model 'tokenizer_0_0', message:
+    ValueError: token id out of the vocabulary` 60 times in a minute → the tokenizer gets
+    ids from another vocabulary.
+
+    Fix: fix `execute` for those inputs (the traceback in the message points at the line);
+    validate inputs and answer a bad request with `InferenceResponse(error=TritonError(...))`
+    rather than raising, so that one bad request does not fail the batch it came in.
+    """
+    for occurrence in _occurrences(view, "TD814"):
+        exception = PYTHON_EXCEPTION.search(occurrence.first_message)
+        raised = (f"{exception.group(1)}: {_first_line(exception.group(2), 120)}"
+                  if exception else "an error")
+        yield _hit(view, occurrence, f"requests failed: its execute raised {raised}",
+                   "Fix execute for those inputs (the traceback in the message points at the "
+                   "line); answer a bad request with InferenceResponse(error=TritonError(...)) "
+                   "rather than raising, so one bad request does not fail its whole batch.",
+                   exception=exception.group(1) if exception else None)

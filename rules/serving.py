@@ -19,7 +19,7 @@ from triton_doctor.triton.server_model import LiveView, ModelRates
 
 
 @rule("TD601", "model-not-ready", "error", "A model is not ready on the server", scope="live",
-      needs=("server", "static_findings"), log_says=("failed to load",), relays_server=True)
+      needs=("server", "static_findings"), relays_server=True)
 def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Iterator[Hit]:
     """
     What it checks: every model in the server's repository index is READY. For each that is
@@ -306,8 +306,7 @@ def low_batch_efficiency(view: LiveView) -> Iterator[Hit]:
         )
 
 
-@rule("TD613", "failure-rate", "error", "Requests are failing", scope="live", needs=("server",),
-      log_says=("Failed to process the request(s)",))
+@rule("TD613", "failure-rate", "error", "Requests are failing", scope="live", needs=("server",))
 def failure_rate(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the share of failed requests over the window, per model; it fires above

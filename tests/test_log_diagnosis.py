@@ -45,6 +45,7 @@ EXPECTED: dict[str, set[tuple[str, str]]] = {
     "public_tensorrt_version_mismatch.log": {("TD813", "")},
     "public_unknown_platform.log": {("TD801", "1")},
     "python_env_tmp_readonly.log": {("TD806", ""), ("TD811", "")},
+    "python_execute_raises.log": {("TD814", "tokenizer")},
     "python_initialize_raises.log": {("TD801", "tokenizer"), ("TD802", "")},
     "python_module_missing.log": {("TD802", ""), ("TD807", "preprocess")},
     # --exit-on-error=false: "failed to load all models" and the server went on.
@@ -193,3 +194,13 @@ def test_pipe_whose_writer_stays_open_is_cut_off_and_judged(tmp_path: Path) -> N
     assert _named(report) == EXPECTED["python_initialize_raises.log"]
     assert "cut off" in report["target"]["log"]
 
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_findings_point_at_their_lines(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    _, report = _check_log(capsys, "--log", str(LOGS / name))
+    lines = (LOGS / name).read_text().splitlines()
+    for finding in report["findings"]:
+        evidence = finding["evidence"]
+        assert 1 <= evidence["first_line"] <= evidence["last_line"] <= len(lines), finding
+        assert finding["location"]["line"] == evidence["first_line"]

@@ -63,7 +63,7 @@ def test_server_reasons_are_explained(reason: str, rule_id: str | None) -> None:
         ("E0101 12:00:00.000000 1 model_lifecycle.cc:654] failed to load 'm' version 1: "
          "Invalid argument: unable to find backend library for backend 'onnx'", "TD504"),
         ("E0101 12:00:00.000000 1 python_be.cc:1] Failed to process the request(s) for model "
-         "'m', message: boom", "TD613"),
+         "'m', message: boom", "TD814"),
         ("E0101 12:00:00.000000 1 backend.cc:1] CUDA out of memory while allocating", "TD803"),
         # Words are matched as written: the server's messages are constant text.
         ("E0101 12:00:00.000000 1 backend.cc:1] CUDA OUT OF MEMORY while allocating", None),

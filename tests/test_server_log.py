@@ -226,3 +226,20 @@ def test_a_model_failing_every_request_is_one_occurrence() -> None:
                 for o in occurrences] == [("TD804", "embedder", 3000, 1, 3000)], sizes
         assert occurrences[0]["first_time"] == "1201 19:00:00.000001"
         assert occurrences[0]["last_time"] == "1201 19:49:59.000001"
+
+
+@pytest.mark.parametrize("template", [
+    # The model table's rows: the name is before TensorRT-LLM's "] ".
+    "| {} | 1       | UNAVAILABLE: Internal: [TensorRT-LLM][ERROR] Assertion failed: Failed "
+    "to deserialize cuda engine |",
+    # A line starting like glog's severity, the name unquoted before "] ".
+    "Failed to initialize stub, stub process exited unexpectedly: {}_0_0 [pid 9] gone",
+])
+def test_same_text_after_the_prefix_for_another_model_is_not_merged(template: str) -> None:
+    models = ("model_a", "model_b", "model_b", "model_c", "model_b")
+    data = "".join(template.format(m) + "\n" for m in models)
+    for sizes in (None, [1]):
+        occurrences = _scan(data.encode(), sizes)["occurrences"]
+        assert [(o["model"], o["count"], o["first_line"], o["last_line"])
+                for o in occurrences] == [
+            ("model_a", 1, 1, 1), ("model_b", 3, 2, 5), ("model_c", 1, 4, 4)], sizes

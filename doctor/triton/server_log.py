@@ -30,6 +30,7 @@ MODEL_NAMED = tuple((re.compile(pattern), instance) for pattern, instance in (
     (r"failed to load '([^']+)'", False),
     (r"model directory '([^']+)'", False),
     (r"in ensemble '([^']+)'", False),
+    (r"Failed to process the request\(s\) for model '([^']+)'", True),
     (r"model instance '([^']+)'", True),
     (r"model '([^']+)'", False),
     (r"for '([^']+)'", False),

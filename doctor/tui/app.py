@@ -104,6 +104,8 @@ class WatchApp(App[None]):
         self.reading = False
         self.last_error = ""
         self.history.add(frame)
+        if self.browse_only and self.screen_stack:
+            self.refresh_bindings()  # l shows once the check has read a log
         self._redraw()
 
     def _failed(self, why: str) -> None:
@@ -125,12 +127,14 @@ class WatchApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Keys that mean nothing here are left out of the footer and do nothing: pause for
-        a source that is not polled, the log for a repository check, back at the first
+        a source that is not polled, the log for a check without one, back at the first
         screen."""
         if action == "pause":
             return self.source.live
         if action == "log":
-            return not self.browse_only
+            latest = self.history.latest
+            return not self.browse_only or (latest is not None
+                                            and latest.evidence.log is not None)
         if action == "go_back":
             return len(self.screen_stack) > 1
         return True

@@ -69,8 +69,9 @@ def browse(invocation: Invocation, evidence: Evidence) -> Result:
     from triton_doctor.tui.app import WatchApp
 
     _require_terminal("check --tui")
-    repository = invocation.sources.repository
-    title = f"repository {repository}" if repository else "check"
+    repository, log = invocation.sources.repository, invocation.sources.log
+    title = (f"repository {repository}" if repository else
+             f"log {'standard input' if log == '-' else log}" if log else "check")
     rereadable = evidence.repository is not None and evidence.server is None \
         and not invocation.sources.snapshot
     unread = [evidence]

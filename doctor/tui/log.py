@@ -1,9 +1,10 @@
-"""The server's log: the diagnosis of the log rules (each problem once, with its lines), then
-the other error lines of its end, each next to the rule that explains it where one does."""
+"""The server's log: the log rules' findings (the diagnosis, each problem once, with its lines),
+then the other error lines of its end, each next to the rule that explains it where one does."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -13,6 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Footer, Static
 from triton_doctor.catalogue import find_rule
 from triton_doctor.evidence import LogEvidence
+from triton_doctor.findings import Finding
 from triton_doctor.printable import printable
 from triton_doctor.server_words import explain_log_line, in_log
 from triton_doctor.triton.server_log import read_line
@@ -75,20 +77,21 @@ def error_lines(log: LogEvidence | None) -> list[ErrorLine]:
     return list(found.values())[-MAX_LINES:]
 
 
-def entries(log: LogEvidence | None) -> list[Entry]:
-    """The diagnosis, in the log's order, then the other error lines of its end."""
+def entries(log: LogEvidence | None, findings: Sequence[Finding]) -> list[Entry]:
+    """The log rules' findings (the diagnosis: each problem once), in the log's order, then
+    the other error lines of its end."""
     if log is None:
         return []
     rows = []
-    for index, found in enumerate(log.occurrences):
-        notes = [f"lines {found.first_line}-{found.last_line}, {found.count} times"
-                 if found.count > 1 else f"line {found.first_line}"]
-        if found.explained_by:
-            notes.append(f"explained by {found.explained_by}")
-        if found.count > 1 and found.last_message != found.first_message:
-            notes.append(f"last: {found.last_message}")
-        rows.append(Entry(f"o{index}", found.first_line, found.count, found.rule, found.model,
-                          found.first_message, tuple(notes)))
+    diagnosis = [f for f in findings if (found := find_rule(f.rule)) and found.scope == "log"]
+    for index, finding in enumerate(sorted(diagnosis, key=lambda f: f.location.line or 0)):
+        notes = [finding.message]
+        if finding.fix:
+            notes.append(f"fix: {finding.fix}")
+        rows.append(Entry(f"f{index}", finding.location.line or 0,
+                          int(finding.evidence.get("count", 1)), finding.rule,
+                          finding.model or "", finding.triton_message or finding.message,
+                          tuple(notes)))
     for line in error_lines(log):
         repeated = [f"(written {line.count} times; this is the last)"] if line.count > 1 else []
         rows.append(Entry(f"l{line.number}", line.number, line.count, line.rule or "", "",
@@ -114,13 +117,13 @@ class LogScreen(FrameScreen):
         super().show(history)
         frame = history.latest
         log = frame.evidence.log if frame else None
-        rows = entries(log)
+        rows = entries(log, frame.result.findings if frame else ())
         source = self.query_one("#log-source", Static)
         if frame is not None and log is None:
             why = frame.evidence.unavailable.get("log", "not collected")
             source.update(Text(f"no log: {printable(why)}", style="dim"))
         elif log is not None:
-            problems = len(log.occurrences)
+            problems = sum(row.key.startswith("f") for row in rows)
             others = len(rows) - problems
             lines = max(log.total_lines, len(log.lines))
             read = f"{lines} lines read" if log.whole else f"the last {lines} lines"
@@ -135,7 +138,7 @@ class LogScreen(FrameScreen):
     def on_data_table_row_highlighted(self, _: DataTable.RowHighlighted) -> None:
         frame = self.watch_app.history.latest
         log = frame.evidence.log if frame else None
-        self._describe(entries(log), log is not None)
+        self._describe(entries(log, frame.result.findings if frame else ()), log is not None)
 
     def _describe(self, rows: list[Entry], have_log: bool) -> None:
         key = selected_key(self.query_one("#log-lines", DataTable))

@@ -15,11 +15,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable, Input
 from triton_doctor import cli, snapshot
+from triton_doctor.catalogue import all_rules
 from triton_doctor.checks import collect as collector
 from triton_doctor.checks.live import unreachable
 from triton_doctor.checks.log_scan import LogScan
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.evidence import Evidence, RepositoryEvidence, to_jsonable
+from triton_doctor.invocation import Invocation
 from triton_doctor.triton.effective_config import effective_config_text
 from triton_doctor.tui import launch
 from triton_doctor.tui.app import WatchApp
@@ -29,6 +31,7 @@ from triton_doctor.tui.help import HelpScreen
 from triton_doctor.tui.log import LogScreen
 from triton_doctor.tui.model import ModelScreen
 from triton_doctor.tui.overview import OverviewScreen
+from triton_doctor.tui.sources import Source
 
 from tests.tui import render
 from tests.tui.support import (
@@ -454,6 +457,7 @@ def test_l_opens_the_log_and_each_line_shows_the_rule_that_explains_it() -> None
     async def scenario() -> None:
         evidence = incident()
         assert evidence.log is not None
+        all_rules()  # the scan looks for the words the registered rules declare
         scan = LogScan("server.log")
         scan.feed("".join(f"{line}\n" for line in [*LOG_LINES, *evidence.log.lines]).encode())
         evidence.log = scan.evidence()
@@ -464,22 +468,25 @@ def test_l_opens_the_log_and_each_line_shows_the_rule_that_explains_it() -> None
             await settle(app, pilot)
             assert isinstance(app.screen, LogScreen)
             assert text_of(app, "#log-source") == (
-                "server.log: 1 problem(s) found, 2 other error or warning line(s) at its end; "
+                "server.log: 2 problem(s) found, 1 other error or warning line(s) at its end; "
                 "62 lines read")
-            # The log rules' diagnosis first, then the other error lines of its end.
-            assert column(app, "#log-lines", "rule") == ["TD801", "", "TD613"]
-            assert column(app, "#log-lines", "model") == ["detector", "", ""]
-            assert column(app, "#log-lines", "count") == ["1x", "1x", "60x"]
+            # The log rules' findings first, in the log's order, then the other error lines.
+            assert column(app, "#log-lines", "rule") == ["TD801", "TD814", ""]
+            assert column(app, "#log-lines", "model") == ["detector", "tokenizer", ""]
+            assert column(app, "#log-lines", "count") == ["1x", "60x", "1x"]
             detail = text_of(app, "#log-detail")
             assert detail.startswith("failed to load 'detector' version 1: Internal: "
-                                     "FileNotFoundError: anchors.json\nline 1\n")
+                                     "FileNotFoundError: anchors.json\ndetector: failed to "
+                                     "load: Internal: FileNotFoundError: anchors.json (log "
+                                     "line 1)\nfix: ")
             assert "\nTD801 model-load-failed — The log shows a model failing to load\n" in detail
             await pilot.press("down")
-            assert "No rule explains this line." in text_of(app, "#log-detail")
-            await pilot.press("down")
             detail = text_of(app, "#log-detail")
-            assert "(written 60 times; this is the last)" in detail
-            assert "\nTD613 failure-rate — Requests are failing\n" in detail
+            assert "tokenizer: requests failed: its execute raised ValueError: token id out of " \
+                   "the vocabulary (log lines 3-62, 60 times" in detail
+            assert "\nTD814 python-execute-failed — A Python model raises on requests\n" in detail
+            await pilot.press("down")
+            assert "No rule explains this line." in text_of(app, "#log-detail")
             await pilot.press("escape")
             assert isinstance(app.screen, OverviewScreen)
 
@@ -901,6 +908,33 @@ def test_check_tui_has_no_log() -> None:
 
     with render.at_root():
         play(scenario())
+
+
+def test_check_tui_with_a_log_shows_its_diagnosis(tmp_path: Path) -> None:
+    """`check --tui --log FILE`: l opens the log screen, with the log rules' diagnosis."""
+    log_file = Path(__file__).resolve().parents[2] / "fixtures" / "logs" / "no_temp_dir.log"
+    no_settings = tmp_path / "settings.toml"
+    no_settings.write_text("")
+    argv = ["check", "--log", str(log_file), "--config", str(no_settings)]
+    invocation = Invocation.from_args(cli.build_parser().parse_args(argv))
+    evidence = collector.collect(invocation)
+
+    async def scenario() -> None:
+        app = NotedApp(Source(collect=lambda: evidence, judge=invocation.judge, title="log",
+                              live=False), browse_only=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            assert column(app, "#findings", "rule") == ["TD802", "TD806"]
+            assert " l log" in footer_line(app)
+            await pilot.press("l")
+            await settle(app, pilot)
+            assert isinstance(app.screen, LogScreen)
+            # The findings, in the log's order, then the other error lines of its end.
+            assert column(app, "#log-lines", "rule")[:3] == ["TD806", "TD802", ""]
+            assert column(app, "#log-lines", "model")[:2] == ["feature_cache", ""]
+            assert column(app, "#log-lines", "count")[:2] == ["2x", "1x"]
+
+    play(scenario())
 
 
 def test_check_tui_enter_opens_the_model_with_its_effective_configuration() -> None:

@@ -71,7 +71,7 @@ def test_error_lines_of_the_recorded_incident() -> None:
     lines = error_lines(log)
     assert len(lines) == 1, "the tokenizer's one error, written once per failed request"
     only = lines[0]
-    assert only.count == 60 and only.number == 60 and only.rule == "TD613"
+    assert only.count == 60 and only.number == 60 and only.rule == "TD814"
     assert "token id out of the vocabulary" in only.line
 
 
