@@ -102,8 +102,11 @@ def metrics_endpoint(url: str) -> str:
     """A ``--metrics-url`` written as ``--url`` is (``triton:8002``, ``http://triton:8002``, a
     whole URL) as the URL to scrape: ``http://`` when it names no scheme, Triton's metrics port
     when an http URL names none, ``/metrics`` when it names no path. Raises ValueError as
-    :func:`split_url` does."""
+    :func:`split_url` does, and for a URL without a host or of another scheme than HTTP's."""
     parts = split_url(url)
+    if not parts.host or parts.scheme not in HTTP_PORTS:
+        raise ValueError(_unparsed(url, "expected a metrics URL like http://localhost:8002 "
+                                        "(http or https, with a host)"))
     text = url.strip()
     whole = urlsplit(text if "://" in text else f"http://{text}")
     netloc = whole.netloc

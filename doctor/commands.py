@@ -50,7 +50,7 @@ def _collected(invocation: Invocation, live: bool = True) -> Evidence:
         say(error)
         raise _Stop(EXIT_USAGE) from None
     for why in evidence.unreachable.values():
-        say(why)
+        say(f"the snapshot records: {why}" if invocation.sources.snapshot else why)
     return evidence
 
 

@@ -199,6 +199,8 @@ def test_a_snapshot_of_a_dead_server_is_written_and_judged_partial(
     assert again.returncode == 3
     gone = unreachable(findings(again))
     assert list(gone) == ["server"] and gone["server"] == evidence["unreachable"]["server"]
+    # Replayed, the reason is said as what the snapshot records, not as a connection tried now.
+    assert f"the snapshot records: {evidence['unreachable']['server']}" in again.stderr
 
 
 # --- watch's polls -----------------------------------------------------------------------
@@ -241,7 +243,8 @@ def test_metrics_endpoint(written: str, scraped: str) -> None:
     assert metrics_endpoint(written) == scraped
 
 
-@pytest.mark.parametrize("written", ["triton:99999", "triton:port", "http://[::1:8002/"])
-def test_metrics_endpoint_refuses_what_split_url_refuses(written: str) -> None:
+@pytest.mark.parametrize("written", ["triton:99999", "triton:port", "http://[::1:8002/", "",
+                                     "http://", "ftp://triton:8002"])
+def test_metrics_endpoint_refuses_what_is_no_metrics_url(written: str) -> None:
     with pytest.raises(ValueError, match=r"port|URL"):
         metrics_endpoint(written)
