@@ -26,6 +26,7 @@ def test_check_finds_every_condition_of_the_incident() -> None:
         ("TD612", "reranker"),
         ("TD613", "tokenizer"),
         ("TD701", None),
+        ("TD814", "tokenizer"),  # the same failures, read from its log lines
     }
 
 

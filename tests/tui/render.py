@@ -138,9 +138,9 @@ class Scene:
 
 SCENES: dict[str, Scene] = {
     "overview": Scene(),
-    # The detail pane shows the finding under the cursor: the queue backlog (the fifth row),
+    # The detail pane shows the finding under the cursor: the queue backlog (the sixth row),
     # with its numbers.
-    "findings": Scene(keys=("f", "down", "down", "down", "down")),
+    "findings": Scene(keys=("f", "down", "down", "down", "down", "down")),
     # image_classifier is the second model row.
     "model": Scene(keys=("down", "enter")),
     # The GPU table comes before the models table, which has the focus.

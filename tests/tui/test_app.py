@@ -50,7 +50,7 @@ from tests.tui.support import (
     text_of,
 )
 
-INCIDENT_RULES = ["TD601", "TD602", "TD613", "TD611", "TD612", "TD701"]
+INCIDENT_RULES = ["TD601", "TD602", "TD613", "TD611", "TD612", "TD701", "TD814"]
 
 
 def footer_line(app: NotedApp) -> str:
@@ -134,9 +134,9 @@ FILTERS = [
     ("rule:TD6", ["TD601", "TD602", "TD611", "TD612", "TD613"]),
     ("rule:td61", ["TD611", "TD612", "TD613"]),
     ("rule:queue-backlog", ["TD611"]),
-    ("severity:error", ["TD601", "TD602", "TD613"]),
-    ("sev:warning", ["TD601", "TD602", "TD611", "TD612", "TD613", "TD701"]),
-    ("model:tokenizer", ["TD613"]),
+    ("severity:error", ["TD601", "TD602", "TD613", "TD814"]),
+    ("sev:warning", ["TD601", "TD602", "TD611", "TD612", "TD613", "TD701", "TD814"]),
+    ("model:tokenizer", ["TD613", "TD814"]),
     ("model:(server)", ["TD602", "TD701"]),
     ("queue", ["TD611"]),
     ("model:image sev:error", []),
@@ -158,11 +158,11 @@ def test_slash_focuses_the_filter_and_typing_filters() -> None:
                 assert app.screen.query_one("#filter", Input).value == query
                 assert sorted(column(app, "#findings", "rule")) == rules, query
                 assert text_of(app, "#counts").startswith(
-                    f"{len(rules)} shown · 6 firing"), query
+                    f"{len(rules)} shown · 7 firing"), query
                 if not rules:
                     assert text_of(app, "#detail") == "No finding matches.", query
             await pilot.press("home", "ctrl+k")
-            assert len(column(app, "#findings", "rule")) == 6
+            assert len(column(app, "#findings", "rule")) == 7
 
     play(scenario())
 
@@ -176,7 +176,7 @@ def test_enter_in_the_filter_returns_to_the_table_esc_leaves_filter_then_screen(
             await pilot.pause()
             await pilot.press(*"model:tok", "enter")
             assert isinstance(app.focused, DataTable)
-            assert column(app, "#findings", "rule") == ["TD613"]
+            assert column(app, "#findings", "rule") == ["TD613", "TD814"]
             # / on the findings screen focuses the filter again, keeping what was typed.
             await pilot.press("slash")
             await pilot.pause()
@@ -184,7 +184,7 @@ def test_enter_in_the_filter_returns_to_the_table_esc_leaves_filter_then_screen(
             await pilot.press("escape")
             assert isinstance(app.screen, FindingsScreen)
             assert isinstance(app.focused, DataTable)
-            assert column(app, "#findings", "rule") == ["TD613"]
+            assert column(app, "#findings", "rule") == ["TD613", "TD814"]
             await pilot.press("escape")
             assert isinstance(app.screen, OverviewScreen)
 
@@ -213,24 +213,24 @@ def test_a_shows_findings_that_stopped_firing() -> None:
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
             await pilot.press("f")
-            assert len(column(app, "#findings", "rule")) == 6
+            assert len(column(app, "#findings", "rule")) == 7
             await pilot.press("r")
             await settle(app, pilot)
             assert reads.calls == 2
             assert sorted(column(app, "#findings", "rule")) == ["TD611", "TD612", "TD613",
-                                                                 "TD701"]
-            assert "4 shown · 4 firing · 6 seen · firing only" in text_of(app, "#counts")
+                                                                 "TD701", "TD814"]
+            assert "5 shown · 5 firing · 7 seen · firing only" in text_of(app, "#counts")
             await pilot.press("a")
             rules = column(app, "#findings", "rule")
             states = column(app, "#findings", "state")
-            assert len(rules) == 6
+            assert len(rules) == 7
             # Firing first, the cleared ones after them.
-            assert states[:4] == ["firing"] * 4
-            assert sorted(rules[4:]) == ["TD601", "TD602"]
-            assert all(state.startswith("cleared ") for state in states[4:])
-            assert "6 shown · 4 firing · 6 seen · all seen" in text_of(app, "#counts")
+            assert states[:5] == ["firing"] * 5
+            assert sorted(rules[5:]) == ["TD601", "TD602"]
+            assert all(state.startswith("cleared ") for state in states[5:])
+            assert "7 shown · 5 firing · 7 seen · all seen" in text_of(app, "#counts")
             await pilot.press("a")
-            assert len(column(app, "#findings", "rule")) == 4
+            assert len(column(app, "#findings", "rule")) == 5
 
     play(scenario())
 
@@ -281,7 +281,7 @@ def test_clicking_a_column_header_sorts_by_it_and_again_reverses() -> None:
             models = column(app, "#findings", "model")
             # (server) findings have no model: they sort first.
             assert models == ["(server)", "(server)", "detector", "image_classifier",
-                              "reranker", "tokenizer"]
+                              "reranker", "tokenizer", "tokenizer"]
 
     play(scenario())
 
@@ -329,7 +329,7 @@ def test_enter_on_a_model_row_opens_that_model() -> None:
             numbers = text_of(app, "#numbers")
             assert numbers.startswith("tokenizer  version 1  READY")
             assert "failures       1157" in numbers
-            assert column(app, "#model-findings", "rule") == ["TD613"]
+            assert column(app, "#model-findings", "rule") == ["TD613", "TD814"]
             await pilot.press("escape")
             assert isinstance(app.screen, OverviewScreen)
 

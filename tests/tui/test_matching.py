@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
+from triton_doctor.catalogue import all_rules
 from triton_doctor.evidence import LogEvidence
 from triton_doctor.findings import Finding, Location, Severity
 from triton_doctor.tui.findings import matches
-from triton_doctor.tui.log import MAX_LINES, error_lines
+from triton_doctor.tui.log import MAX_LINES, entries, error_lines
 from triton_doctor.tui.state import Seen, watch_key
 
-from tests.tui.support import incident
+from tests.tui.support import incident, judge
+
+
+@pytest.fixture(autouse=True)
+def _registered_rules() -> None:
+    """Lines are matched to the words the registered rules declare: register them even when
+    this file runs alone."""
+    all_rules()
 
 
 def seen(rule: str, name: str, severity: Severity, model: str | None, message: str,
@@ -65,14 +75,18 @@ def test_filter_query(query: str, expected: list[Seen]) -> None:
     assert [s for s in ALL if matches(s, query)] == expected
 
 
-def test_error_lines_of_the_recorded_incident() -> None:
-    log = incident().log
+def test_the_recorded_incident_s_error_lines_are_all_in_its_diagnosis() -> None:
+    """Every line of the incident's log is the tokenizer's one error, once per failed request:
+    TD814 claims them all, so they show once as its finding and not again as other lines."""
+    evidence = incident()
+    log = evidence.log
     assert log is not None
-    lines = error_lines(log)
-    assert len(lines) == 1, "the tokenizer's one error, written once per failed request"
-    only = lines[0]
-    assert only.count == 60 and only.number == 60 and only.rule == "TD814"
-    assert "token id out of the vocabulary" in only.line
+    undiagnosed = error_lines(dataclasses.replace(log, occurrences=[]))
+    assert [(e.number, e.count, e.rule) for e in undiagnosed] == [(60, 60, "TD814")]
+    assert error_lines(log) == []
+    rows = entries(log, judge(evidence).findings)
+    assert [(e.line, e.count, e.rule, e.model) for e in rows] == [(1, 60, "TD814", "tokenizer")]
+    assert "token id out of the vocabulary" in rows[0].text
 
 
 def test_error_lines_pick_problems_and_match_them_to_rules() -> None:

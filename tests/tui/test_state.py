@@ -66,7 +66,8 @@ def test_firing_is_errors_first_then_by_model_and_rule() -> None:
     firing = frame(incident()).firing
     assert [(f.severity, f.model, f.rule) for f in firing] == [
         (Severity.ERROR, None, "TD602"), (Severity.ERROR, "detector", "TD601"),
-        (Severity.ERROR, "tokenizer", "TD613"), (Severity.WARNING, None, "TD701"),
+        (Severity.ERROR, "tokenizer", "TD613"), (Severity.ERROR, "tokenizer", "TD814"),
+        (Severity.WARNING, None, "TD701"),
         (Severity.WARNING, "image_classifier", "TD611"),
         (Severity.WARNING, "reranker", "TD612")]
 
@@ -180,7 +181,7 @@ def test_a_finding_that_stops_firing_is_kept_as_cleared_and_can_fire_again() -> 
     history = History()
     history.add(frame(incident(), at=100.0))
     history.add(frame(detector_recovered(), at=101.0))
-    assert len(history.seen) == 6
+    assert len(history.seen) == 7
     cleared = {s.finding.rule: s for s in history.seen.values() if not s.firing}
     assert set(cleared) == {"TD601", "TD602"}
     assert (cleared["TD601"].first_at, cleared["TD601"].last_at) == (100.0, 100.0)
@@ -196,7 +197,8 @@ def test_findings_firing_only_and_ordering() -> None:
     history.add(frame(incident(), at=100.0))
     history.add(frame(detector_recovered(), at=101.0))
     firing = [(s.finding.rule, s.firing) for s in history.findings(firing_only=True)]
-    assert firing == [("TD613", True), ("TD701", True), ("TD611", True), ("TD612", True)]
+    assert firing == [("TD613", True), ("TD814", True), ("TD701", True), ("TD611", True),
+                      ("TD612", True)]
     everything = [(s.finding.rule, s.firing) for s in history.findings(firing_only=False)]
     assert everything == [*firing, ("TD602", False), ("TD601", False)]
 
@@ -209,7 +211,7 @@ def test_a_finding_whose_numbers_change_is_the_same_finding() -> None:
     moved = [dataclasses.replace(f, message=f.message.replace("354.5", "412.25")
                                  .replace("87%", "91%")) for f in result.findings]
     history.add(Frame(101.0, evidence, dataclasses.replace(result, findings=moved)))
-    assert len(history.seen) == 6
+    assert len(history.seen) == 7
     backlog = next(s for s in history.seen.values() if s.finding.rule == "TD611")
     assert backlog.firing and backlog.first_at == 100.0
     assert "412.25 ms" in backlog.finding.message, "the latest numbers are shown"
