@@ -110,10 +110,10 @@ def model_load_failed(view: LiveView) -> Iterator[Hit]:
     repository finds most load errors before the server does.
     """
     assert view.log is not None
-    known = {o.model for o in view.log.occurrences
-             if o.model and o.rule not in ("TD801", "TD802")}
+    others = [o for o in view.log.occurrences if o.model and o.rule not in ("TD801", "TD802")]
     for occurrence in _occurrences(view, "TD801"):
-        if occurrence.model in known:  # its cause is another log rule's finding
+        if any(o.model == occurrence.model and o.first_line <= occurrence.last_line
+               for o in others):  # its cause, said before, is another log rule's finding
             continue
         reason = occurrence.first_message.partition(": ")[2] or occurrence.first_message
         explained = occurrence.explained_by
@@ -264,18 +264,25 @@ def python_shm_too_small(view: LiveView) -> Iterator[Hit]:
         if requested:
             what += f" of {requested / MIB:.0f} MiB" if requested >= MIB else \
                 f" of {requested} bytes"
-        yield _hit(view, occurrence, f"{what}: /dev/shm is too small or full",
-                   f"Give the server a larger /dev/shm: docker run --shm-size={size} (Kubernetes: "
-                   "an emptyDir with medium: Memory and that sizeLimit, mounted at /dev/shm); "
-                   "remove leftover triton_python_backend_shm_* segments (TD712).",
+        fix = (f"Give the server a larger /dev/shm: docker run --shm-size={size} (Kubernetes: "
+               "an emptyDir with medium: Memory and that sizeLimit, mounted at /dev/shm); "
+               "remove leftover triton_python_backend_shm_* segments (TD712).")
+        if requested and requested >= LARGE_REGION:
+            fix += (f" Each instance asks for {requested / MIB:.0f} MiB at start: if that is "
+                    "--backend-config=python,shm-default-byte-size, lower it instead.")
+        yield _hit(view, occurrence, f"{what}: /dev/shm is too small or full", fix,
                    requested_bytes=requested, suggested_shm_size=size)
 
 
+#: A region asked for at start this large is a setting (shm-default-byte-size), not a need.
+LARGE_REGION = 256 * MIB
+
+
 def _shm_size_for(requested: int | None) -> str:
-    """A /dev/shm to ask for: 1 GiB, or room for 16 regions of the size that failed."""
-    needed = max(1024 * MIB, 16 * (requested or 0))
-    gib = -(-needed // (1024 * MIB))
-    return f"{gib}g"
+    """A /dev/shm to ask for, in GiB: 1, or twice the region that failed, whichever is more
+    (instances and the tensors in flight share it)."""
+    needed = max(1024 * MIB, 2 * (requested or 0))
+    return f"{-(-needed // (1024 * MIB))}g"
 
 
 @rule("TD806", "no-temp-directory", "error", "No writable temporary directory for the server",

@@ -148,7 +148,8 @@ class LogScreen(FrameScreen):
             detail.update(Text("No problem and no error lines." if have_log else "",
                                style="dim"))
             return
-        text = Text(printable(chosen.text) + "\n")
+        # Line by line: a traceback reads as one, and each line is escaped on its own.
+        text = Text("\n".join(printable(line) for line in chosen.text.split("\n")) + "\n")
         for note in chosen.notes:
             text.append(printable(note) + "\n", style="dim")
         rule = find_rule(chosen.rule) if chosen.rule else None
