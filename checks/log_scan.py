@@ -12,6 +12,7 @@ gained since its last poll.
 from __future__ import annotations
 
 import collections
+from functools import cache
 
 from triton_doctor.evidence import LogEvidence, LogOccurrence
 from triton_doctor.server_words import explain_reason, in_log, log_words
@@ -27,15 +28,18 @@ MAX_OCCURRENCES = 1000
 #: Lines holding a rule's words in one block above which all its lines are read at once.
 DENSE_LINES = 256
 #: The start of a block whose words foretell a dense one.
-SAMPLE_BYTES = 64 * 1024
+SAMPLE_BYTES = 16 * 1024
 #: An occurrence's key: (rule, model).
 Key = tuple[str, str]
 #: What ``LogScan._said`` holds for a text not seen yet, and for a text whose lines are read
 #: one by one (the part before it tells them apart).
 _UNSEEN: Key = ("", "unseen")
 _EACH: Key = ("", "each")
-#: Lines kept from the log's end, to show.
+#: Shortest and longest run shared by several rules' words that is searched for in their stead.
+SHARED_ANCHOR = (10, 16)
+#: Lines kept from the log's end, to show, and the most bytes kept for them beyond a block.
 TAIL_LINES = 2000
+MAX_TAIL_BYTES = 16 * 1024 * 1024
 
 
 class LogScan:
@@ -45,7 +49,7 @@ class LogScan:
         self.source = source
         self.lines = 0
         self.bytes_read = 0
-        self._words = tuple(word.encode() for word in log_words())
+        self._words = tuple(anchor.encode() for anchor in search_anchors(log_words()))
         assert self._words, "no log rule is registered: list the rules (catalogue) first"
         self._partial = b""
         self._found: dict[Key, LogOccurrence] = {}
@@ -55,69 +59,114 @@ class LogScan:
         #: line after its first "] " (glog's prefix ends there): a model failing every request
         #: writes one line a million times, each with its own time.
         self._said: dict[bytes, Key | None] = {}
-        self._tail: collections.deque[bytes] = collections.deque(maxlen=tail_lines)
+        self._tail_lines = tail_lines
+        #: The log's last blocks, (bytes, start, end, newlines), read into lines only when the
+        #: evidence is asked for: enough for the tail, and at most MAX_TAIL_BYTES more.
+        self._recent: collections.deque[tuple[bytes, int, int, int]] = collections.deque()
 
     def feed(self, data: bytes) -> None:
-        """Read ``data``, the log's next bytes; a line they end inside waits for the rest."""
+        """Read ``data``, the log's next bytes; a line they end inside waits for the rest.
+        The bytes are read where they lie (bounds, not slices): each copy of a gigabyte costs
+        more than a search through it."""
         self.bytes_read += len(data)
-        data = self._partial + data
-        end = data.rfind(b"\n") + 1
-        while len(data) - end > MAX_LINE_BYTES:  # no newline for a megabyte: cut it there
-            end += MAX_LINE_BYTES
-        self._partial = data[end:]
-        if end:
-            self._block(data[:end])
+        start = 0
+        if self._partial:
+            first_end = data.find(b"\n") + 1
+            if first_end == 0:
+                self._partial += data
+                self._cut_long_line()
+                return
+            line = self._partial + data[:first_end]
+            self._partial = b""
+            self._block(line, 0, len(line))
+            start = first_end
+        end = data.rfind(b"\n", start) + 1
+        if end > start:
+            self._block(data, start, end)
+        else:
+            end = start
+        if end < len(data):
+            self._partial = data[end:]
+            self._cut_long_line()
+
+    def _cut_long_line(self) -> None:
+        """A line with no newline for MAX_LINE_BYTES is cut there: each piece reads as a line."""
+        while len(self._partial) > MAX_LINE_BYTES:
+            piece = self._partial[:MAX_LINE_BYTES] + b"\n"
+            self._partial = self._partial[MAX_LINE_BYTES:]
+            self._block(piece, 0, len(piece))
 
     def evidence(self, final: bool = True) -> LogEvidence:
         """What the log holds; when ``final``, the line still being written is read as one
         (else it waits for its newline)."""
         if final and self._partial:
-            self._block(self._partial + b"\n")
+            line = self._partial + b"\n"
             self._partial = b""
-        lines = [line.decode("utf-8", "replace").rstrip("\r\n") for line in self._tail]
+            self._block(line, 0, len(line))
         for key, raw in self._last.items():
             last = read_line(raw.decode("utf-8", "replace"))
             self._found[key].last_time = last.time
             self._found[key].last_message = last.message[:MAX_MESSAGE_CHARS]
         occurrences = sorted(self._found.values(), key=lambda o: (o.first_line, o.rule))
-        return LogEvidence(source=self.source, lines=lines, occurrences=occurrences,
+        return LogEvidence(source=self.source, lines=self._tail(), occurrences=occurrences,
                            total_lines=self.lines, bytes_read=self.bytes_read)
 
-    def _block(self, block: bytes) -> None:
-        """Whole lines (``block`` ends with a newline, or is a cut line)."""
-        if b"\0" in block:  # a copytruncate rotation leaves a hole of NULs
-            block = block.replace(b"\0", b"")
-        starts = self._matching_lines(block)
+    def _tail(self) -> list[str]:
+        if not self._tail_lines:
+            return []
+        recent = b"".join(block[start:end] for block, start, end, _ in self._recent)
+        return [line.decode("utf-8", "replace").rstrip("\r")
+                for line in recent.split(b"\n")[-self._tail_lines - 1:-1]]
+
+    def _block(self, block: bytes, low: int, high: int) -> None:
+        """The whole lines of ``block[low:high]``, which ends with a newline."""
+        if block.find(b"\0", low, high) >= 0:  # a copytruncate rotation leaves a hole of NULs
+            block = block[low:high].replace(b"\0", b"")
+            low, high = 0, len(block)
+        starts = self._matching_lines(block, low, high)
         if starts is None:
-            self._dense(block)
+            self._dense(block[low:high])
         else:
-            number, counted = self.lines, 0
+            number, counted = self.lines, low
             for start in sorted(starts):
                 number += block.count(b"\n", counted, start)
                 counted = start
                 self._line(number + 1, block[start:starts[start]])
-        self.lines += block.count(b"\n") + (not block.endswith(b"\n"))
-        self._keep_tail(block)
+        newlines = block.count(b"\n", low, high)
+        self.lines += newlines
+        self._keep_recent(block, low, high, newlines)
 
-    def _matching_lines(self, block: bytes) -> dict[int, int] | None:
-        """Start -> end of the lines holding a log rule's words; None when more than
-        DENSE_LINES do, as the block's start foretells or the search finds (then every line is
-        read, see ``_dense``)."""
-        sample = block[:SAMPLE_BYTES]
-        if sum(sample.count(word) for word in self._words) * len(block) > (
+    def _keep_recent(self, block: bytes, low: int, high: int, newlines: int) -> None:
+        self._recent.append((block, low, high, newlines))
+        kept_lines = sum(part[3] for part in self._recent)
+        kept_bytes = sum(part[2] - part[1] for part in self._recent)
+        while len(self._recent) > 1:
+            _, old_low, old_high, old_newlines = self._recent[0]
+            if (kept_lines - old_newlines < self._tail_lines
+                    and kept_bytes - (old_high - old_low) < MAX_TAIL_BYTES):
+                break
+            self._recent.popleft()
+            kept_lines -= old_newlines
+            kept_bytes -= old_high - old_low
+
+    def _matching_lines(self, block: bytes, low: int, high: int) -> dict[int, int] | None:
+        """Start -> end of the lines of ``block[low:high]`` holding a log rule's words; None
+        when more than DENSE_LINES do, as the block's start foretells or the search finds (then
+        every line is read, see ``_dense``)."""
+        sample = block[low:min(high, low + SAMPLE_BYTES)]
+        if sum(sample.count(word) for word in self._words) * (high - low) > (
                 DENSE_LINES * len(sample)):
             return None
         starts: dict[int, int] = {}
         for word in self._words:
-            at = block.find(word)
+            at = block.find(word, low, high)
             while at >= 0:
-                start = block.rfind(b"\n", 0, at) + 1
-                end = block.find(b"\n", at)
-                end = len(block) if end < 0 else end
+                start = block.rfind(b"\n", low, at) + 1 or low
+                end = block.find(b"\n", at, high)
                 starts[start] = end
                 if len(starts) > DENSE_LINES:
                     return None
-                at = block.find(word, end)
+                at = block.find(word, end, high)
         return starts
 
     def _dense(self, block: bytes) -> None:
@@ -200,13 +249,28 @@ class LogScan:
         self._last[key] = raw
         return key
 
-    def _keep_tail(self, block: bytes) -> None:
-        """The block's last lines join the tail."""
-        wanted = self._tail.maxlen or 0
-        cut = len(block) - 1
-        for _ in range(wanted):
-            cut = block.rfind(b"\n", 0, cut)
-            if cut < 0:
-                break
-        self._tail.extend(block[cut + 1:].splitlines(keepends=True)[-wanted:] if wanted else [])
 
+@cache
+def search_anchors(words: tuple[str, ...]) -> tuple[str, ...]:
+    """What to search for so that every line holding one of ``words`` is found, in as few
+    passes as can be had simply: a run of SHARED_ANCHOR characters that several words share
+    (``Failed to ``, ``) received``) stands for them all, most shared first; a word that
+    shares none is searched for whole. Each pass over a gigabyte costs a third of a second,
+    and the lines found are read whole, so a run that is not the words finds nothing more."""
+    shortest, longest = SHARED_ANCHOR
+    holders: dict[str, frozenset[str]] = {}
+    for word in words:
+        for size in range(shortest, min(longest, len(word)) + 1):
+            for start in range(len(word) - size + 1):
+                run = word[start:start + size]
+                if run not in holders:
+                    holders[run] = frozenset(w for w in words if run in w)
+    left, anchors = set(words), []
+    while left:
+        run, held = max(((run, held & left) for run, held in holders.items()),
+                        key=lambda pair: (len(pair[1]), len(pair[0]), pair[0]))
+        if len(held) < 2:
+            break
+        anchors.append(run)
+        left -= held
+    return (*anchors, *sorted(left))

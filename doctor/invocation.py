@@ -247,9 +247,10 @@ def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
 
 
 def _snapshot(args: argparse.Namespace, settings: Settings) -> Invocation:
+    """A snapshot judges nothing; its rules are those whose words its log scan records."""
     target = _target(args, settings)
     return Invocation("snapshot", _sources(args, settings), target, Output(path=args.output),
-                      settings_source=settings.source)
+                      rules=tuple(all_rules()), settings_source=settings.source)
 
 
 def _config(args: argparse.Namespace) -> Invocation:

@@ -507,7 +507,8 @@ def test_read_log_permission_denied(tmp_path: Path) -> None:
     path = tmp_path / "server.log"
     path.write_text("x\n")
     path.chmod(0)
-    code = ("from triton_doctor.checks.logs import read_log\n"
+    code = ("from triton_doctor.catalogue import all_rules\nall_rules()\n"
+            "from triton_doctor.checks.logs import read_log\n"
             "from triton_doctor.checks.unavailable import SourceUnavailable\n"
             f"try:\n    read_log({str(path)!r})\n"
             "except SourceUnavailable as error:\n    print(error)\n")

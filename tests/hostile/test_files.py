@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from triton_doctor.catalogue import all_rules
 from triton_doctor.checks.live import LiveRequest
 from triton_doctor.checks.logs import BLOCK_BYTES, LogFollower
 from triton_doctor.checks.poll import Poller
@@ -216,6 +217,7 @@ def test_watch_follows_a_log_pipe_without_waiting_on_it(tmp_path: Path, server: 
 def test_a_followed_pipe_keeps_a_rolling_tail_of_its_lines(tmp_path: Path) -> None:
     fifo = tmp_path / "server.log"
     os.mkfifo(fifo)
+    all_rules()  # the follower's scan looks for the words the registered rules declare
     follower = LogFollower(str(fifo), max_lines=2)
     writer = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a full pipe fails the test, not hangs
     try:
