@@ -25,8 +25,12 @@ MAX_LINE_BYTES = 1024 * 1024
 MAX_MESSAGE_CHARS = 4000
 #: Distinct (rule, model) occurrences kept; lines beyond them count under the rule alone.
 MAX_OCCURRENCES = 1000
+#: Distinct line texts whose answer is remembered (a few MiB); then it starts afresh.
+MAX_TEXTS = 32768
 #: Lines holding a rule's words in one block above which all its lines are read at once.
 DENSE_LINES = 256
+#: New texts in a dense block up to which each is looked for on its own (see ``_dense``).
+FEW_NEW_TEXTS = 8
 #: The start of a block whose words foretell a dense one.
 SAMPLE_BYTES = 16 * 1024
 #: An occurrence's key: (rule, model).
@@ -178,13 +182,21 @@ class LogScan:
             lines.pop()
         texts = [line.partition(b"] ")[2] or line for line in lines]
         counts = collections.Counter(texts)
-        first = dict(zip(reversed(texts), range(len(texts) - 1, -1, -1), strict=True))
         last = dict(zip(texts, range(len(texts)), strict=True))
+        # Where each text first stands, for the few that are read: found one by one, unless
+        # so many are new that one pass over the block is cheaper.
+        new = sum(text not in self._said for text in counts)
+        first = (dict(zip(reversed(texts), range(len(texts) - 1, -1, -1), strict=True))
+                 if new > FEW_NEW_TEXTS else None)
         for text, count in counts.items():  # in the order each text first appears
             said = self._said.get(text, _UNSEEN)
-            start = first[text]
+            if said is None:
+                continue
+            if said is _UNSEEN or said is _EACH:
+                start = first[text] if first is not None else texts.index(text)
             if said is _UNSEEN:
                 if not any(word in text for word in self._words):
+                    self._remember(text, None)
                     continue
                 self._classify(self.lines + start + 1, lines[start], text)
                 said = self._said[text]
@@ -221,7 +233,10 @@ class LogScan:
             found = in_log(alone)
             if found is None or (found[0], model_named(alone)) != key:
                 said = _EACH
-        if len(self._said) >= MAX_OCCURRENCES:
+        self._remember(text, said)
+
+    def _remember(self, text: bytes, said: Key | None) -> None:
+        if len(self._said) >= MAX_TEXTS:
             self._said.clear()
         self._said[text] = said
 

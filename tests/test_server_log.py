@@ -243,3 +243,48 @@ def test_same_text_after_the_prefix_for_another_model_is_not_merged(template: st
         assert [(o["model"], o["count"], o["first_line"], o["last_line"])
                 for o in occurrences] == [
             ("model_a", 1, 1, 1), ("model_b", 3, 2, 5), ("model_c", 1, 4, 4)], sizes
+
+
+def _many_models_log() -> bytes:
+    """A dense incident: 300 models, each failing requests, interleaved with healthy lines,
+    some repeated texts, a traceback line without glog's prefix, a JSON-wrapped line."""
+    rng = random.Random(3)
+    lines = []
+    for at in range(6000):
+        model = f"m{rng.randrange(300)}"
+        kind = rng.randrange(5)
+        if kind == 0:
+            lines.append(f'I1201 10:00:{at % 60:02d}.{at:06d} 7 http_server.cc:1] "HTTP request"')
+        elif kind == 1:
+            lines.append(f'E1201 10:00:{at % 60:02d}.{at:06d} 9 pb_stub.cc:714] "Failed to '
+                         f"process the request(s) for model '{model}_0_0', message: ValueError: "
+                         'bad input"')
+        elif kind == 2:
+            lines.append(f"Stub process '{model}_0_0' is not healthy.")
+        elif kind == 3:
+            lines.append("ModuleNotFoundError: No module named 'tokenizers'")
+        else:
+            lines.append(json.dumps({"log": f"E1201 10:00:00.{at:06d} 1 x.cc:1] out of memory "
+                                            f"in model '{model}'\n", "time": f"t{at}"}))
+    return "".join(line + "\n" for line in lines).encode()
+
+
+@pytest.mark.parametrize("data", [_sample_log(), _many_models_log()], ids=["sample", "dense"])
+def test_reading_a_block_whole_or_line_by_line_gives_the_same_evidence(
+        monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
+    """A dense block is read a text at a time, a sparse one a line at a time: the same answer."""
+    monkeypatch.setattr(log_scan, "DENSE_LINES", 0)
+    dense = _scan(data, [4096])
+    monkeypatch.setattr(log_scan, "DENSE_LINES", 10**9)
+    monkeypatch.setattr(log_scan, "SAMPLE_BYTES", 0)
+    sparse = _scan(data, [4096])
+    assert dense == sparse
+
+
+def test_a_dense_incident_counts_every_problem_line() -> None:
+    data = _many_models_log()
+    evidence = _scan(data, [4096])
+    healthy = sum(b'HTTP request"' in line for line in data.split(b"\n"))
+    assert sum(o["count"] for o in evidence["occurrences"]) == data.count(b"\n") - healthy
+    rules = {o["rule"] for o in evidence["occurrences"]}
+    assert rules == {"TD803", "TD804", "TD807", "TD814"}
