@@ -33,20 +33,21 @@ TARGET_MB = 100.0
 CACHE = Path(__file__).resolve().parent / ".cache"
 MODELS = [f"{kind}_{index}" for kind in ("resnet", "bert", "tokenizer", "ranker", "llm")
           for index in range(40)]
-#: Healthy lines of a verbose server, as templates.
+#: Healthy lines of a verbose server, as templates; {n} (a request's address or id) differs on
+#: every line, as it does in a real verbose log, so that no two texts repeat.
 HEALTHY = (
     'I1201 {t} 77 http_server.cc:4580] "HTTP request: 2 /v2/models/{m}/infer"',
     'I1201 {t} 77 model_lifecycle.cc:328] "GetModel() \'{m}\' version -1"',
-    'I1201 {t} 81 infer_request.cc:131] "[request id: <id_unknown>] Setting state from '
-    'INITIALIZED to PENDING"',
-    'I1201 {t} 81 infer_request.cc:905] "[request id: <id_unknown>] prepared: [0x0x7f3a] '
-    'request id: , model: {m}, requested version: -1, actual version: 1, flags: 0x0, '
+    'I1201 {t} 81 infer_request.cc:131] "[request id: {n}] Setting state from INITIALIZED to '
+    'PENDING"',
+    'I1201 {t} 81 infer_request.cc:905] "[request id: {n}] prepared: [0x0x7f3a{n:x}] '
+    'request id: {n}, model: {m}, requested version: -1, actual version: 1, flags: 0x0, '
     'correlation id: 0, batch size: 4, priority: 0, timeout (us): 0"',
     'I1201 {t} 92 python_be.cc:1244] "model {m}, instance {m}_0_0, executing 4 requests"',
-    'I1201 {t} 81 infer_response.cc:174] "add response output: output: OUTPUT0, type: FP32, '
-    'shape: [4,1000]"',
+    'I1201 {t} 81 infer_response.cc:174] "[0x7f3a{n:x}] add response output: output: OUTPUT0, '
+    'type: FP32, shape: [4,1000]"',
     'I1201 {t} 77 http_server.cc:1241] "HTTP using buffer for: \'OUTPUT0\', size: 16000, '
-    'addr: 0x7f3a"',
+    'addr: 0x7f3a{n:x}"',
 )
 #: The incidents planted, each: (rule expected, model, line template).
 INCIDENTS = (
@@ -68,9 +69,9 @@ def build_log(path: Path, size: int, errors_every: int, seed: int = 11) -> dict[
     """Write ``size`` bytes of log to ``path``; returns the planted lines per rule."""
     rng = random.Random(seed)
     planted = dict.fromkeys((rule for rule, _, _ in INCIDENTS), 0)
-    # A pool of healthy lines, written in runs: the bytes differ, the work per byte is real.
-    pool = [template.format(t=f"{h:02d}:{m:02d}:{s:02d}.{rng.randrange(10**6):06d}",
-                            m=rng.choice(MODELS))
+    # A pool of healthy lines, each made unique by the line's number when written.
+    pool = [template.replace("{t}", f"{h:02d}:{m:02d}:{s:02d}.{rng.randrange(10**6):06d}")
+            .replace("{m}", rng.choice(MODELS))
             for template in HEALTHY for h in (19, 20) for m in range(0, 60, 7)
             for s in range(0, 60, 13)]
     written = 0
@@ -85,7 +86,7 @@ def build_log(path: Path, size: int, errors_every: int, seed: int = 11) -> dict[
                     planted[rule] += 1
                     lines.append(template.format(t="20:15:00.000001"))
                 else:
-                    lines.append(pool[rng.randrange(len(pool))])
+                    lines.append(pool[rng.randrange(len(pool))].format(n=number))
             chunk = "\n".join(lines) + "\n"
             out.write(chunk)
             written += len(chunk)

@@ -25,10 +25,17 @@ MAX_LINE_BYTES = 1024 * 1024
 MAX_MESSAGE_CHARS = 4000
 #: Distinct (rule, model) occurrences kept; lines beyond them count under the rule alone.
 MAX_OCCURRENCES = 1000
-#: Distinct line texts whose answer is remembered (a few MiB); then it starts afresh.
+#: Distinct line texts whose answer is remembered, and the longest remembered (at most 16 MiB
+#: in all); then it starts afresh.
 MAX_TEXTS = 32768
-#: Lines holding a rule's words in one block above which all its lines are read at once.
+MAX_TEXT_BYTES = 512
+#: What is kept of an occurrence's last line until it is read, at the end.
+MAX_LAST_BYTES = 64 * 1024
+#: Lines holding a rule's words in one block above which all its lines are read at once
+#: (grouped by text, see ``_dense``): this many, and one line in DENSE_SHARE. Below, reading
+#: the lines found one by one costs less than splitting the block, whose texts may all differ.
 DENSE_LINES = 256
+DENSE_SHARE = 4
 #: New texts in a dense block up to which each is looked for on its own (see ``_dense``).
 FEW_NEW_TEXTS = 8
 #: The start of a block whose words foretell a dense one.
@@ -54,7 +61,8 @@ class LogScan:
         self.lines = 0
         self.bytes_read = 0
         self._words = tuple(anchor.encode() for anchor in search_anchors(log_words()))
-        assert self._words, "no log rule is registered: list the rules (catalogue) first"
+        if not self._words:  # a defect of the caller, which would find nothing silently
+            raise RuntimeError("no log rule is registered: list the rules (catalogue) first")
         self._partial = b""
         self._found: dict[Key, LogOccurrence] = {}
         #: The last line of each occurrence, read only when the evidence is asked for.
@@ -127,7 +135,8 @@ class LogScan:
         if block.find(b"\0", low, high) >= 0:  # a copytruncate rotation leaves a hole of NULs
             block = block[low:high].replace(b"\0", b"")
             low, high = 0, len(block)
-        starts = self._matching_lines(block, low, high)
+        newlines = block.count(b"\n", low, high)
+        starts = self._matching_lines(block, low, high, max(DENSE_LINES, newlines // DENSE_SHARE))
         if starts is None:
             self._dense(block[low:high])
         else:
@@ -136,7 +145,6 @@ class LogScan:
                 number += block.count(b"\n", counted, start)
                 counted = start
                 self._line(number + 1, block[start:starts[start]])
-        newlines = block.count(b"\n", low, high)
         self.lines += newlines
         self._keep_recent(block, low, high, newlines)
 
@@ -153,13 +161,14 @@ class LogScan:
             kept_lines -= old_newlines
             kept_bytes -= old_high - old_low
 
-    def _matching_lines(self, block: bytes, low: int, high: int) -> dict[int, int] | None:
+    def _matching_lines(self, block: bytes, low: int, high: int,
+                        dense: int) -> dict[int, int] | None:
         """Start -> end of the lines of ``block[low:high]`` holding a log rule's words; None
-        when more than DENSE_LINES do, as the block's start foretells or the search finds (then
+        when more than ``dense`` do, as the block's start foretells or the search finds (then
         every line is read, see ``_dense``)."""
         sample = block[low:min(high, low + SAMPLE_BYTES)]
         if sum(sample.count(word) for word in self._words) * (high - low) > (
-                DENSE_LINES * len(sample)):
+                dense * len(sample)):
             return None
         starts: dict[int, int] = {}
         for word in self._words:
@@ -168,7 +177,7 @@ class LogScan:
                 start = block.rfind(b"\n", low, at) + 1 or low
                 end = block.find(b"\n", at, high)
                 starts[start] = end
-                if len(starts) > DENSE_LINES:
+                if len(starts) > dense:
                     return None
                 at = block.find(word, end, high)
         return starts
@@ -198,8 +207,7 @@ class LogScan:
                 if not any(word in text for word in self._words):
                     self._remember(text, None)
                     continue
-                self._classify(self.lines + start + 1, lines[start], text)
-                said = self._said[text]
+                said = self._classify(self.lines + start + 1, lines[start], text)
                 count, start = count - 1, start + 1  # the first line is read and counted
             if said is _EACH:
                 for at in range(start, last[text] + 1):
@@ -207,8 +215,7 @@ class LogScan:
                         self._read(self.lines + at + 1, lines[at])
             elif said is not None and count:
                 self._found[said].count += count
-                self._found[said].last_line = self.lines + last[text] + 1
-                self._last[said] = lines[last[text]]
+                self._latest(said, self.lines + last[text] + 1, lines[last[text]])
 
     def _line(self, number: int, raw: bytes) -> None:
         text = raw.partition(b"] ")[2] or raw
@@ -219,13 +226,12 @@ class LogScan:
             self._read(number, raw)
         elif said is not None:
             self._found[said].count += 1
-            self._found[said].last_line = number
-            self._last[said] = raw
+            self._latest(said, number, raw)
 
-    def _classify(self, number: int, raw: bytes, text: bytes) -> None:
-        """Read a line whose text is new, and remember what its text says: the key of its
-        occurrence, None for nothing a rule knows, or _EACH when the part before the text
-        (glog's prefix, or whatever ends in the first "] ") tells lines of this text apart."""
+    def _classify(self, number: int, raw: bytes, text: bytes) -> Key | None:
+        """Read a line whose text is new, and remember (and return) what its text says: the key
+        of its occurrence, None for nothing a rule knows, or _EACH when the part before the
+        text (glog's prefix, or whatever ends in the first "] ") tells lines of it apart."""
         key = self._read(number, raw)
         said: Key | None = key
         if text is not raw and key is not None:
@@ -234,8 +240,13 @@ class LogScan:
             if found is None or (found[0], model_named(alone)) != key:
                 said = _EACH
         self._remember(text, said)
+        return said
 
     def _remember(self, text: bytes, said: Key | None) -> None:
+        """Remember what ``text`` says; a text longer than MAX_TEXT_BYTES is read each time it
+        comes (a dense block still reads it once), so that memory stays bounded."""
+        if len(text) > MAX_TEXT_BYTES:
+            return
         if len(self._said) >= MAX_TEXTS:
             self._said.clear()
         self._said[text] = said
@@ -260,9 +271,15 @@ class LogScan:
                 first_line=number, first_time=line.time,
                 first_message=line.message[:MAX_MESSAGE_CHARS])
         occurrence.count += 1
-        occurrence.last_line = number
-        self._last[key] = raw
+        self._latest(key, number, raw)
         return key
+
+    def _latest(self, key: Key, number: int, raw: bytes) -> None:
+        """Line ``number`` is the occurrence's last unless a later one is already known (a
+        dense block is read a text at a time, not in the log's order)."""
+        if number >= self._found[key].last_line:
+            self._found[key].last_line = number
+            self._last[key] = raw[:MAX_LAST_BYTES]
 
 
 @cache

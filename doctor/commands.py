@@ -190,6 +190,8 @@ def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int |
         from triton_doctor.checks.collect import hide_credentials
 
         target["server"] = hide_credentials(invocation.sources.url)
+    elif evidence.server is not None:  # a snapshot's
+        target["server"] = evidence.server.url
     if evidence.log is not None:
         target["log"] = evidence.log.source
     if invocation.sources.snapshot:

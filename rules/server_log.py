@@ -112,10 +112,13 @@ def model_load_failed(view: LiveView) -> Iterator[Hit]:
     assert view.log is not None
     others = [o for o in view.log.occurrences if o.model and o.rule not in ("TD801", "TD802")]
     for occurrence in _occurrences(view, "TD801"):
-        if any(o.model == occurrence.model and o.first_line <= occurrence.last_line
-               for o in others):  # its cause, said before, is another log rule's finding
+        reason = occurrence.first_message.partition(": ")[2]
+        if not reason and any(o.model == occurrence.model and o.first_line <= occurrence.last_line
+                              for o in others):
+            # Only the server's short "failed to load 'x'" is left here: the line with the
+            # reason was another log rule's, whose finding says it.
             continue
-        reason = occurrence.first_message.partition(": ")[2] or occurrence.first_message
+        reason = reason or occurrence.first_message
         explained = occurrence.explained_by
         evidence: dict[str, Any] = {"explained_by": explained or None}
         said = f"failed to load: {_first_line(reason)}"
@@ -157,10 +160,10 @@ def server_exited_at_startup(view: LiveView) -> Iterator[Hit]:
     assert view.log is not None
     for occurrence in _occurrences(view, "TD802"):
         reason = occurrence.first_message.partition("error: creating server:")[2].strip()
-        # The server serves nothing before it gives up: what the log says of a model before
-        # this line is why it failed to load.
+        # The server names every model that failed to load in a "failed to load '<model>'"
+        # line, whichever rule explains it.
         failed = sorted({o.model for o in view.log.occurrences if o.model
-                         and o.rule != "TD802" and o.first_line < occurrence.first_line})
+                         and o.rule == "TD801" and o.first_line < occurrence.first_line})
         named = f"; models that failed: {', '.join(failed[:10])}" if failed else ""
         yield _hit(view, occurrence, f"exited while starting: {reason}{named}",
                    "Fix the models that failed to load (the findings above); to serve the others "

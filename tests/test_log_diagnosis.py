@@ -204,3 +204,18 @@ def test_findings_point_at_their_lines(capsys: pytest.CaptureFixture[str], name:
         evidence = finding["evidence"]
         assert 1 <= evidence["first_line"] <= evidence["last_line"] <= len(lines), finding
         assert finding["location"]["line"] == evidence["first_line"]
+
+
+def test_a_client_error_said_earlier_does_not_hide_a_later_load_failure(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """TD801 leaves a model to another log rule only when the reason was that rule's line."""
+    log = tmp_path / "server.log"
+    log.write_text(
+        "E1201 10:00:00.000001 77 http_server.cc:4582] \"[request id: <id_unknown>] inference "
+        "input 'INPUT0' data-type is 'INT64', but model 'bert' expects 'INT32'\"\n"
+        "I1201 11:00:00.000001 77 model_lifecycle.cc:473] \"loading: bert:2\"\n"
+        "E1201 11:00:01.000001 77 model_lifecycle.cc:654] \"failed to load 'bert' version 2: "
+        "Invalid argument: unable to find backend library for backend 'onnxruntim'\"\n"
+        "I1201 11:00:01.000002 77 model_lifecycle.cc:777] \"failed to load 'bert'\"\n")
+    _, report = _check_log(capsys, "--log", str(log))
+    assert _named(report) == {("TD801", "bert"), ("TD809", "bert")}

@@ -269,11 +269,23 @@ def _many_models_log() -> bytes:
     return "".join(line + "\n" for line in lines).encode()
 
 
-@pytest.mark.parametrize("data", [_sample_log(), _many_models_log()], ids=["sample", "dense"])
+def _interleaved_texts_log() -> bytes:
+    """One model failing with two messages: A first and last, B in between (a dense block
+    reads text B after text A, though A's last line comes after B's)."""
+    def line(at: int, text: str) -> str:
+        return (f'E1201 20:{at // 60:02d}:{at % 60:02d}.000001 9 pb_stub.cc:714] "Failed to '
+                f"process the request(s) for model 'm_0_0', message: ValueError: {text}\"\n")
+    return "".join(line(at, "bad A" if at in (1, 302) else "bad B")
+                   for at in range(1, 303)).encode()
+
+
+@pytest.mark.parametrize("data", [_sample_log(), _many_models_log(), _interleaved_texts_log()],
+                         ids=["sample", "dense", "interleaved"])
 def test_reading_a_block_whole_or_line_by_line_gives_the_same_evidence(
         monkeypatch: pytest.MonkeyPatch, data: bytes) -> None:
     """A dense block is read a text at a time, a sparse one a line at a time: the same answer."""
     monkeypatch.setattr(log_scan, "DENSE_LINES", 0)
+    monkeypatch.setattr(log_scan, "DENSE_SHARE", 10**9)
     dense = _scan(data, [4096])
     monkeypatch.setattr(log_scan, "DENSE_LINES", 10**9)
     monkeypatch.setattr(log_scan, "SAMPLE_BYTES", 0)
@@ -288,3 +300,12 @@ def test_a_dense_incident_counts_every_problem_line() -> None:
     assert sum(o["count"] for o in evidence["occurrences"]) == data.count(b"\n") - healthy
     rules = {o["rule"] for o in evidence["occurrences"]}
     assert rules == {"TD803", "TD804", "TD807", "TD814"}
+
+
+def test_the_last_line_is_the_last_whatever_order_texts_are_read_in(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(log_scan, "DENSE_LINES", 0)
+    monkeypatch.setattr(log_scan, "DENSE_SHARE", 10**9)
+    (only,) = _scan(_interleaved_texts_log())["occurrences"]
+    assert (only["count"], only["first_line"], only["last_line"]) == (302, 1, 302)
+    assert only["last_time"] == "1201 20:05:02.000001" and "bad A" in only["last_message"]
