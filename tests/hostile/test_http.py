@@ -240,7 +240,8 @@ def _free_port() -> int:
 
 @pytest.mark.parametrize(("option", "url", "code"), [
     ("--metrics-url", "http://oncall:{secret}@127.0.0.1:{free}/metrics", 3),
-    ("--metrics-url", "http://oncall:{secret}@127.0.0.1:99999/metrics", 3),
+    # A port that is no port is a usage error, said before anything is reached.
+    ("--metrics-url", "http://oncall:{secret}@127.0.0.1:99999/metrics", 2),
     ("--url", "http://oncall:{secret}@[::1", 2),
     ("--url", "//oncall:{secret}@127.0.0.1:{free}", 2),  # no scheme: the secret parsed as a path
 ])
