@@ -12,6 +12,7 @@ gained since its last poll.
 from __future__ import annotations
 
 import collections
+import dataclasses
 from functools import cache
 
 from triton_doctor.evidence import LogEvidence, LogOccurrence
@@ -306,3 +307,34 @@ def search_anchors(words: tuple[str, ...]) -> tuple[str, ...]:
         anchors.append(run)
         left -= held
     return (*anchors, *sorted(left))
+
+
+def joined(parts: list[LogEvidence], tail_lines: int = TAIL_LINES) -> LogEvidence:
+    """One log's evidence from that of its consecutive ranges, as one scan of it all would
+    give: line numbers shifted past the ranges before, the occurrences of a (rule, model)
+    joined (counts added, the first from the earliest range, the last from the latest), the
+    tail taken from the end."""
+    found: dict[Key, LogOccurrence] = {}
+    lines: list[str] = []
+    offset = 0
+    for part in parts:
+        for occurrence in part.occurrences:
+            key = (occurrence.rule, occurrence.model)
+            if key not in found and len(found) >= MAX_OCCURRENCES:
+                key = (occurrence.rule, "")
+            shifted = dataclasses.replace(occurrence, model=key[1],
+                                          first_line=occurrence.first_line + offset,
+                                          last_line=occurrence.last_line + offset)
+            earlier = found.get(key)
+            if earlier is None:
+                found[key] = shifted
+            else:
+                earlier.count += shifted.count
+                earlier.last_line, earlier.last_time = shifted.last_line, shifted.last_time
+                earlier.last_message = shifted.last_message
+        offset += part.total_lines
+        lines = [*lines, *part.lines][-tail_lines:] if tail_lines else []
+    first = parts[0]
+    return LogEvidence(source=first.source, lines=lines,
+                       occurrences=sorted(found.values(), key=lambda o: (o.first_line, o.rule)),
+                       total_lines=offset, bytes_read=sum(p.bytes_read for p in parts))

@@ -16,6 +16,7 @@ import stat
 import sys
 from typing import BinaryIO
 
+from triton_doctor.checks.log_ranges import ScanRange, read_in_ranges
 from triton_doctor.checks.log_scan import TAIL_LINES, LogScan
 from triton_doctor.checks.unavailable import SourceUnavailable, describe_os_error
 from triton_doctor.evidence import ContainerEvidence, LogEvidence
@@ -42,6 +43,7 @@ def read_log(path: str, max_lines: int = TAIL_LINES, seconds: float = 5.0) -> Lo
     naming the path when it is missing, unreadable or not text."""
     name = "standard input" if path == STDIN else path
     scan = _Sniffed(LogScan(name, max_lines), name)
+    cut_off = False
     try:
         if path == STDIN:
             if os.isatty(0):
@@ -49,25 +51,38 @@ def read_log(path: str, max_lines: int = TAIL_LINES, seconds: float = 5.0) -> Lo
                                         "a terminal: pipe the log in (kubectl logs POD | "
                                         "triton-doctor check --log -)")
             cut_off = _read_stream(sys.stdin.buffer.fileno(), scan, seconds)
-            file_path = ""
+            evidence = scan.evidence()
         else:
             file, is_pipe = _open(path)
             with file:
                 if is_pipe:
                     cut_off = _read_stream(file.fileno(), scan, seconds)
+                    evidence = scan.evidence()
                 else:
-                    cut_off = False
-                    while block := file.read(READ_BYTES):
-                        scan.feed(block)
-            file_path = "" if is_pipe else path
+                    evidence = read_in_ranges(file, _range_scan(name, max_lines), max_lines)
+                    evidence.path = path
     except OSError as error:
         raise SourceUnavailable(f"cannot read the log {name}: {describe_os_error(error)}") from None
-    evidence = scan.evidence()
-    evidence.path = file_path
     if cut_off:
         evidence.source = (f"{name} (cut off after {seconds:g} s of silence with the pipe "
                            "still open: lines written later are not here)")
     return evidence
+
+
+def _range_scan(name: str, max_lines: int) -> ScanRange:
+    """How one range of a log file is read: the first range is tested for text."""
+
+    def scan(file: BinaryIO, start: int, end: int) -> LogEvidence:
+        part: LogScan | _Sniffed = LogScan(name, max_lines)
+        if start == 0:
+            part = _Sniffed(part, name)
+        file.seek(start)
+        while start < end and (block := file.read(min(READ_BYTES, end - start))):
+            part.feed(block)
+            start += len(block)
+        return part.evidence()
+
+    return scan
 
 
 class LogFollower:

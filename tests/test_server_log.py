@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
 import triton_doctor.rules  # noqa: F401  (the log rules' words come from the registry)
-from triton_doctor.checks import log_scan
+from triton_doctor.checks import log_ranges, log_scan
 from triton_doctor.checks.log_scan import LogScan
+from triton_doctor.checks.logs import read_log
+from triton_doctor.evidence import LogEvidence
 from triton_doctor.triton.server_log import LogLine, model_named, read_line, seconds_between
 
 GLOG = 'E1201 19:47:36.620393 13872 model_lifecycle.cc:642] '
@@ -24,6 +28,8 @@ def test_glog_line_with_quoted_message_is_unquoted() -> None:
     message = f"{LOAD_FAILED}\n\nAt:\n  /models/tokenizer/1/model.py(4): initialize\n"
     line = read_line(GLOG + json.dumps(message))
     assert line == LogLine("1201 19:47:36.620393", message, "E")
+
+LOGS = Path(__file__).resolve().parent.parent / "fixtures" / "logs"
 
 
 def test_glog_line_of_older_releases_is_read_as_written() -> None:
@@ -309,3 +315,41 @@ def test_the_last_line_is_the_last_whatever_order_texts_are_read_in(
     (only,) = _scan(_interleaved_texts_log())["occurrences"]
     assert (only["count"], only["first_line"], only["last_line"]) == (302, 1, 302)
     assert only["last_time"] == "1201 20:05:02.000001" and "bad A" in only["last_message"]
+
+
+def _read_log_in_ranges(monkeypatch: pytest.MonkeyPatch, path: Path) -> LogEvidence:
+    monkeypatch.setattr(log_ranges, "PARALLEL_BYTES", 1)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    return read_log(str(path))
+
+
+@pytest.mark.parametrize("name", ["python_module_missing.log", "repository_load_failed.log",
+                                  "python_execute_raises.log", "healthy.log"])
+def test_a_log_read_in_ranges_by_several_processes_gives_the_serial_evidence(
+        monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    path = LOGS / name
+    serial = read_log(str(path))
+    assert _read_log_in_ranges(monkeypatch, path) == serial
+
+
+def test_ranges_join_counts_lines_and_tail_across_their_bounds(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes(_many_models_log() + _interleaved_texts_log())
+    serial = read_log(str(path))
+    joined = _read_log_in_ranges(monkeypatch, path)
+    assert joined == serial
+    assert joined.total_lines == 6302 and len(joined.lines) == log_scan.TAIL_LINES
+
+
+def test_a_child_that_fails_leaves_its_range_to_the_parent(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "server.log"
+    path.write_bytes(_many_models_log())
+    serial = read_log(str(path))
+
+    def broken(*_: object, **__: object) -> None:
+        raise OSError("the pipe broke")
+
+    monkeypatch.setattr(log_ranges.json, "dump", broken)  # only the children write JSON
+    assert _read_log_in_ranges(monkeypatch, path) == serial
