@@ -240,6 +240,9 @@ def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
     if bool(args.url) == bool(args.snapshot):
         raise UsageError("give --url URL of a running server, or --snapshot FILE to replay "
                          "(not both)")
+    if args.log == "-":
+        raise UsageError("watch draws on the terminal, so its standard input cannot be the "
+                         "log: give a file, or a pipe (--log <(kubectl logs -f POD))")
     target = _target(args, settings)
     return Invocation("watch", _sources(args, settings), target,
                       Output(interval_s=args.interval, save_dir=args.save_dir), tuple(rules),

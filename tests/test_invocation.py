@@ -201,6 +201,9 @@ def test_watch_takes_a_server_or_a_snapshot(tmp_path: Path) -> None:
     polled = watch("--url", "localhost:8000", "--interval", "2", "--save-dir", str(tmp_path))
     assert (polled.output.interval_s, polled.output.save_dir) == (2.0, str(tmp_path))
     assert polled.sources.url == "localhost:8000"
+    # The TUI reads the terminal: the log cannot come on standard input.
+    with pytest.raises(UsageError, match="standard input cannot be the log"):
+        watch("--url", "localhost:8000", "--log", "-")
 
 
 def test_watch_keeps_what_an_earlier_poll_revealed(tmp_path: Path,
