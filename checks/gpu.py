@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -47,12 +48,19 @@ INIT_FAILURES = {
 }
 
 
+#: Seconds a failed start of NVML is remembered before it is tried again: a ``watch`` started
+#: while the driver was still loading (a node coming up) sees the GPUs once it has.
+RETRY_AFTER_S = 60.0
+
+
 @dataclass
 class _Session:
-    """This process's NVML: the started ``pynvml`` module, or why it could not start."""
+    """This process's NVML: the started ``pynvml`` module, or why it could not start, and when
+    it last tried."""
 
     pynvml: Any = None
     failure: str = ""
+    failed_at: float = 0.0
 
 
 _SESSION = _Session()
@@ -72,8 +80,9 @@ def _started() -> Any:
     session = _SESSION
     if session.pynvml is not None:
         return session.pynvml
-    if not session.failure:
+    if not session.failure or time.monotonic() - session.failed_at >= RETRY_AFTER_S:
         session.failure = _start(session)
+        session.failed_at = time.monotonic()
     if session.failure:
         raise SourceUnavailable(session.failure)
     return session.pynvml

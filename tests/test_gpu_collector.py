@@ -248,6 +248,21 @@ def test_a_failed_start_is_remembered(
     assert exit_hooks == []
 
 
+def test_a_failed_start_is_tried_again_after_a_while(
+        monkeypatch: pytest.MonkeyPatch, exit_hooks: list[Any]) -> None:
+    """A driver still loading when watch started: NVML is tried again RETRY_AFTER_S later."""
+    _install(monkeypatch, {"nvmlInit": {"NVMLError": pynvml.NVML_ERROR_DRIVER_NOT_LOADED}})
+    with pytest.raises(SourceUnavailable):
+        collect_gpu()
+    fake = _install(monkeypatch, _recorded("h200-idle.json"))
+    with pytest.raises(SourceUnavailable):  # remembered: not tried again yet
+        collect_gpu()
+    assert fake.calls == []
+    monkeypatch.setattr(gpu, "RETRY_AFTER_S", 0.0)
+    assert collect_gpu().devices
+    assert fake.calls.count("nvmlInit") == 1
+
+
 def test_a_missing_package_is_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", None)
     with pytest.raises(SourceUnavailable, match="pip install nvidia-ml-py"):
