@@ -70,3 +70,10 @@ def tensor_bytes(tensor: Any) -> int | None:
 
 def is_ensemble(config: Any) -> bool:
     return bool(config.platform == "ensemble")
+
+
+def first_line(text: str, width: int) -> str:
+    """The first non-blank line of ``text``, shortened to ``width``: a server's reason or a log
+    message may be a whole traceback, which a finding quotes once, as the server's words."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= width else line[:width - 1].rstrip() + "…"

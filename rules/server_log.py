@@ -15,6 +15,7 @@ from typing import Any
 from triton_doctor.evidence import LogOccurrence
 from triton_doctor.findings import Hit
 from triton_doctor.registry import RULES, rule
+from triton_doctor.rules._common import first_line
 from triton_doctor.triton.server_log import seconds_between
 from triton_doctor.triton.server_model import LiveView
 
@@ -60,11 +61,6 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min {rest} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
-
-
-def _first_line(text: str, limit: int = 200) -> str:
-    line = text.strip().split("\n", 1)[0]
-    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def _hit(view: LiveView, occurrence: LogOccurrence, said: str, fix: str,
@@ -121,7 +117,7 @@ def model_load_failed(view: LiveView) -> Iterator[Hit]:
         reason = reason or occurrence.first_message
         explained = occurrence.explained_by
         evidence: dict[str, Any] = {"explained_by": explained or None}
-        said = f"failed to load: {_first_line(reason)}"
+        said = f"failed to load: {first_line(reason, 200)}"
         exception = PYTHON_EXCEPTION.search(reason)
         if explained:
             fix = f"See `triton-doctor explain {explained}` ({RULES[explained].title})."
@@ -556,7 +552,7 @@ def python_execute_failed(view: LiveView) -> Iterator[Hit]:
     """
     for occurrence in _occurrences(view, "TD814"):
         exception = PYTHON_EXCEPTION.search(occurrence.first_message)
-        raised = (f"{exception.group(1)}: {_first_line(exception.group(2), 120)}"
+        raised = (f"{exception.group(1)}: {first_line(exception.group(2), 120)}"
                   if exception else "an error")
         yield _hit(view, occurrence, f"requests failed: its execute raised {raised}",
                    "Fix execute for those inputs (the traceback in the message points at the "

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from triton_doctor.findings import Finding, Hit, Severity
 from triton_doctor.registry import rule
+from triton_doctor.rules._common import first_line
 from triton_doctor.server_words import explain_reason
 from triton_doctor.triton.server_model import LiveView, ModelRates
 
@@ -47,7 +48,7 @@ def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Itera
                   if f.model == model.name and f.severity >= Severity.ERROR]
         explained = static[0].rule if static else explain_reason(model.reason)
         state = model.state or "not loaded (failed before loading)"
-        reason = _first_line(model.reason) or "no reason in the index: the server log has it"
+        reason = first_line(model.reason, 160) or "no reason in the index: the server log has it"
         fix = static[0].fix if static and static[0].fix else None
         if fix is None:
             fix = (f"See `triton-doctor explain {explained}`." if explained else
@@ -134,13 +135,6 @@ def server_answers_badly(view: LiveView) -> Iterator[Hit]:
                   "page was read there",
                   fix=f"Give --metrics-url {moved}, so that no redirect is needed.",
                   severity=Severity.INFO, evidence={"redirected_to": moved})
-
-
-def _first_line(text: str, width: int = 160) -> str:
-    """The first non-blank line of ``text``, shortened to ``width``: a Python model's reason
-    is a whole traceback, which the report prints once, as the server's message."""
-    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    return line if len(line) <= width else line[:width - 1].rstrip() + "…"
 
 
 def _busy(view: LiveView) -> Iterator[ModelRates]:
