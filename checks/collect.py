@@ -19,7 +19,17 @@ if TYPE_CHECKING:
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
 
-__all__ = ["LivePoller", "TargetError", "collect", "hide_credentials", "reread_repository"]
+__all__ = ["LivePoller", "TargetError", "collect", "hide_credentials", "reread_repository",
+           "server_address"]
+
+
+def server_address(url: str) -> str:
+    """``host:port`` (and the base path of a server behind a proxy) of a server URL, without
+    scheme or credentials: the ``instance`` label of the exporter's series for that server.
+    Raises ValueError for what cannot be a server URL."""
+    from triton_doctor.checks.server import normalize_url
+
+    return normalize_url(hide_credentials(url))[0]
 
 
 def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
@@ -64,14 +74,15 @@ class LivePoller:
 
         self._poller = Poller(_request(invocation.sources))
         self._invocation = invocation
-        self._repository = base.repository
+        #: Judged with every poll; the exporter replaces it when it reads the repository again.
+        self.repository = base.repository
         self._options = base.options
         #: The server's URL without credentials, to show.
         self.url = self._poller.url
 
     def poll(self) -> Evidence:
         evidence = self._poller.poll()
-        evidence.repository = self._repository
+        evidence.repository = self.repository
         evidence.options = self._invocation.options_for(evidence, earlier=self._options)
         self._options = evidence.options
         return evidence

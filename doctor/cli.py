@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from triton_doctor import __version__, commands
-from triton_doctor.flag_types import count, seconds
-from triton_doctor.invocation import Invocation
+from triton_doctor.flag_types import alert_groups, count, duration, listen_address, seconds
+from triton_doctor.invocation import ALERT_GROUPS, DEFAULT_LISTEN, Invocation
 from triton_doctor.printable import printable
 from triton_doctor.triton import model_config, profiles
 from triton_doctor.triton.normalize import MAX_GPUS
@@ -230,6 +230,85 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_target_options(config)
 
+    exporter = subcommands.add_parser(
+        "exporter", help="judge running servers on an interval and serve what fires as "
+        "Prometheus series",
+        description="Run the rules against each --url server (and REPOSITORY) every --interval "
+        "seconds and serve the findings on /metrics as triton_doctor_finding{rule,name,severity,"
+        "model,version,instance} (1 while firing; a cleared finding's series is gone), with "
+        "the checks' own health. /findings gives the latest findings as JSON and /rules/ID a "
+        "rule's documentation. Scrape it with honor_labels: true (its instance label names "
+        "the Triton server); `triton-doctor alerts` writes the alerting rules.",
+    )
+    exporter.add_argument("repository", nargs="?",
+                          help="the model repository the servers serve (adds the static rules)")
+    exporter.add_argument(
+        "--url", action="append", required=True, metavar="URL",
+        help="a running tritonserver's HTTP endpoint; repeat for several servers, each with "
+        "its own instance label",
+    )
+    _add_live_options(exporter, required=False, url=False)
+    exporter.add_argument(
+        "--listen", type=listen_address, default=f":{DEFAULT_LISTEN[1]}", metavar="HOST:PORT",
+        help=f"where to serve /metrics (default :{DEFAULT_LISTEN[1]}, every address; port 0: "
+        "a free one, said on stderr)",
+    )
+    exporter.add_argument(
+        "--interval", type=seconds(0.1, 86400), default=30.0, metavar="SECONDS",
+        help="time between checks, 0.1 to 86400 (default 30); each check reads every source "
+        "once, each read bounded by --timeout",
+    )
+    exporter.add_argument(
+        "--docs-url", metavar="URL",
+        help="where the rules' documentation is, for the alerts' runbook links: the rule's "
+        "anchor is added (default: this exporter's own /rules/ID pages)",
+    )
+    exporter.add_argument("--config", metavar="FILE", help="settings file, as for check")
+    _add_target_options(exporter)
+    _add_gpus_option(exporter)
+    exporter.set_defaults(disable_auto_complete_config=None, model_config_name=None,
+                          snapshot=None)
+
+    alerts = subcommands.add_parser(
+        "alerts", help="print Prometheus alerting rules for the live rules and the exporter",
+        description="Write Prometheus alerting rules (YAML, for rule_files): the live rules as "
+        "PromQL over Triton's own metrics (queue backlog, requests pending, failure rate, p99, "
+        "compute time, GPU memory and its trend), and alerts on the exporter's series (every "
+        "finding, exporter down, check failing, source down). Thresholds come from the "
+        "settings file, so the alerts agree with `check`.",
+    )
+    alerts.add_argument("--format", choices=("prometheus",), default="prometheus")
+    alerts.add_argument(
+        "--groups", type=alert_groups, default=ALERT_GROUPS, metavar="GROUPS",
+        help="metrics (from Triton's metrics alone), exporter (from `triton-doctor exporter`), "
+        "or both, comma-separated (default: both; the exporter's finding alert then leaves "
+        "out the rules the metrics group encodes)",
+    )
+    alerts.add_argument(
+        "--rate-window", type=duration, default="5m", metavar="DURATION",
+        help="the range rates are taken over, a Prometheus duration (default 5m: at least "
+        "four scrape intervals)",
+    )
+    alerts.add_argument(
+        "--for", dest="hold", type=duration, metavar="DURATION",
+        help="how long a condition must hold before its alert fires, for every alert "
+        "(default: each alert's own, 2m to 15m)",
+    )
+    alerts.add_argument(
+        "--exporter-job", default="triton-doctor", metavar="JOB",
+        help="the scrape job of `triton-doctor exporter` in Prometheus, for the exporter-down "
+        "alert (default triton-doctor)",
+    )
+    alerts.add_argument(
+        "--docs-url", metavar="URL",
+        help="where the rules' documentation is (docs/rules.md as published): the metrics "
+        "alerts' runbook links point there",
+    )
+    alerts.add_argument("--config", metavar="FILE", help="settings file, as for check "
+                        "(default: the nearest one at or above this directory)")
+    alerts.add_argument("-o", "--output", metavar="FILE",
+                        help="write FILE (replaced whole) instead of stdout")
+
     rules = subcommands.add_parser("rules", help="list the rules")
     rules.add_argument("--format", choices=("text", "json"), default="text")
 
@@ -262,11 +341,12 @@ def _add_gpus_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_live_options(parser: argparse.ArgumentParser, required: bool) -> None:
-    parser.add_argument(
-        "--url", required=required, metavar="URL",
-        help="a running tritonserver's HTTP endpoint, e.g. localhost:8000",
-    )
+def _add_live_options(parser: argparse.ArgumentParser, required: bool, url: bool = True) -> None:
+    if url:
+        parser.add_argument(
+            "--url", required=required, metavar="URL",
+            help="a running tritonserver's HTTP endpoint, e.g. localhost:8000",
+        )
     parser.add_argument(
         "--metrics-url", metavar="URL",
         help="its Prometheus endpoint (default: the --url host, port 8002, /metrics)",
@@ -330,8 +410,9 @@ def _run(args: argparse.Namespace) -> int:
         except ValueError as error:  # SettingsError, ProfileError, UsageError
             commands.say(error)
             return commands.EXIT_USAGE
-        run = {"check": commands.check, "watch": commands.watch,
-               "snapshot": commands.snapshot, "config": commands.config}[invocation.command]
+        run = {"check": commands.check, "watch": commands.watch, "snapshot": commands.snapshot,
+               "config": commands.config, "exporter": commands.exporter,
+               "alerts": commands.alerts}[invocation.command]
         return run(invocation)
     except model_config.SchemaUnavailable as error:
         commands.say(error)

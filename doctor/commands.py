@@ -265,6 +265,34 @@ def config(invocation: Invocation) -> int:
     return EXIT_FINDINGS if refusals else EXIT_OK
 
 
+def exporter(invocation: Invocation) -> int:
+    """Serve the findings until interrupted; ends only on a usage error (exit 2) or a signal
+    (exit 0)."""
+    from triton_doctor.exporter.serve import serve
+
+    try:
+        # The repository, read before serving: its errors end here (exit 2).
+        base = _collected(invocation, live=False)
+    except _Stop as stop:
+        return stop.code
+    try:
+        return serve(invocation, base)
+    except ValueError as error:  # a --url that names no server
+        say(error)
+        return EXIT_USAGE
+    except OSError as error:  # the listen address is taken or not ours
+        host, port = invocation.output.listen
+        say(f"cannot listen on {host}:{port}: {error.strerror or error}")
+        return EXIT_USAGE
+
+
+def alerts(invocation: Invocation) -> int:
+    from triton_doctor.alerts import rules_text
+
+    text = rules_text(invocation)
+    return _written(text, invocation.output.path) or EXIT_OK
+
+
 def _exit_code(result: Result, output: Output) -> int:
     if output.exit_zero:
         return EXIT_OK

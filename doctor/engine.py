@@ -25,10 +25,15 @@ class Result:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     suppressed: list[Suppressed] = field(default_factory=list)
-    rules_run: int = 0
+    #: The ids of the rules run (those of a scope the Evidence has), in order.
+    applied: list[str] = field(default_factory=list)
     models: int = 0
     #: ``--configs-only``: the models judged without the model file their backend opens.
     without_model_files: int = 0
+
+    @property
+    def rules_run(self) -> int:
+        return len(self.applied)
 
 
 def merged(results: Sequence[Result]) -> Result:
@@ -38,7 +43,7 @@ def merged(results: Sequence[Result]) -> Result:
         total.findings += result.findings
         total.skipped += result.skipped
         total.suppressed += result.suppressed
-        total.rules_run += result.rules_run
+        total.applied += result.applied
         total.models += result.models
         total.without_model_files += result.without_model_files
     return total
@@ -56,8 +61,9 @@ def run(
     static = [r for r in rules if r.scope not in ("live", "log")]
     asked_live = evidence.server is not None or "server" in evidence.unavailable
     asked_log = evidence.log is not None or "log" in evidence.unavailable
-    result = Result(rules_run=len(static) * (evidence.repository is not None)
-                    + len(live) * asked_live + len(log) * asked_log)
+    applied = [*static * (evidence.repository is not None), *live * asked_live,
+               *log * asked_log]
+    result = Result(applied=[r.id for r in applied])
     repository = None
     if evidence.repository is not None:
         repository = RepositoryView(evidence.repository, evidence.options)

@@ -1,13 +1,15 @@
-"""Argument types for numeric flags: finite and within bounds, or argparse's usage error (exit 2).
+"""Argument types for flags: values within bounds, or argparse's usage error (exit 2).
 
-``float()`` accepts "inf", "nan" and "-1"; a negative or not-a-number interval made ``watch``
-spin at full CPU, and an infinite timeout or window ended in an OverflowError traceback.
+For numbers, ``float()`` accepts "inf", "nan" and "-1"; a negative or not-a-number interval
+made ``watch`` spin at full CPU, and an infinite timeout or window ended in an OverflowError
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 
 
@@ -41,3 +43,35 @@ def count(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+#: A Prometheus duration: one or more number-unit pairs, largest unit first (1h30m).
+_DURATION = re.compile(r"(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?(?:\d+ms)?")
+
+
+def duration(text: str) -> str:
+    """A duration as Prometheus writes it (``30s``, ``5m``, ``1h30m``), kept as text: it is
+    written into rules, where Prometheus reads it; zero is allowed (an alert with no wait)."""
+    if not text or not _DURATION.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"give a Prometheus duration such as 30s, 5m or 1h30m; "
+                                         f"not {text!r}")
+    return text
+
+
+def listen_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT`` (every address) or ``[::1]:PORT``; the port 0 to 65535 (0: any
+    free port, said when it is chosen)."""
+    host, colon, port = text.rpartition(":")
+    if not colon or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"give HOST:PORT or :PORT; not {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def alert_groups(text: str) -> tuple[str, ...]:
+    """``metrics``, ``exporter`` or both, comma-separated, in that order."""
+    asked = {part.strip() for part in text.split(",") if part.strip()}
+    known = ("metrics", "exporter")
+    if not asked or asked - set(known):
+        raise argparse.ArgumentTypeError(f"give metrics, exporter or metrics,exporter; not "
+                                         f"{text!r}")
+    return tuple(group for group in known if group in asked)

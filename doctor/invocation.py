@@ -31,6 +31,11 @@ from triton_doctor.triton.normalize import MAX_GPUS
 
 T = TypeVar("T")
 
+#: ``exporter``: where /metrics is served unless --listen says (every address).
+DEFAULT_LISTEN = ("0.0.0.0", 9780)
+#: ``alerts``: the rule groups written unless --groups says.
+ALERT_GROUPS = ("metrics", "exporter")
+
 
 class UsageError(ValueError):
     """Flags that do not make a run (exit 2)."""
@@ -49,6 +54,9 @@ class Sources:
     #: ``config``: the model directory shown (``repository`` is the directory above it).
     model_dir: str | None = None
     url: str | None = None
+    #: ``exporter``: every server given, the first being ``url``; each is judged on its own
+    #: (``Invocation.per_server``) under its own instance label.
+    urls: tuple[str, ...] = ()
     metrics_url: str | None = None
     window_s: float = 5.0
     timeout_s: float = 5.0
@@ -94,9 +102,26 @@ class Output:
     baseline: str | None = None
     #: ``check --write-baseline``: where to record the current findings' fingerprints.
     write_baseline: str | None = None
-    #: ``watch``: seconds between polls, and where its s key writes snapshots.
+    #: ``watch``, ``exporter``: seconds between polls; where watch's s key writes snapshots.
     interval_s: float = 1.0
     save_dir: str = "."
+    #: ``exporter``: the address /metrics is served on.
+    listen: tuple[str, int] = DEFAULT_LISTEN
+    #: ``exporter``, ``alerts``: where the rules' documentation is published (None: the
+    #: exporter's own pages; the metrics alerts then link to nothing).
+    docs_url: str | None = None
+
+
+@dataclass(frozen=True)
+class Alerting:
+    """``alerts``: which rule groups, the range rates are taken over, and how long a condition
+    holds before it fires (None: each alert's own), as Prometheus durations."""
+
+    groups: tuple[str, ...] = ALERT_GROUPS
+    rate_window: str = "5m"
+    hold: str | None = None
+    #: The scrape job Prometheus reads the exporter under.
+    exporter_job: str = "triton-doctor"
 
 
 @dataclass(frozen=True)
@@ -109,20 +134,19 @@ class Invocation:
     waivers: tuple[ModelWaiver, ...] = ()
     #: The settings file that applied, named in reports; None when none did.
     settings_source: str | None = None
+    alerting: Alerting = field(default_factory=Alerting)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Invocation:
-        """The run ``check``, ``watch``, ``snapshot`` or ``config`` asks for. Raises ValueError
-        (SettingsError, ProfileError, UsageError) for the first thing the user must fix, the
-        settings file first."""
+        """The run ``check``, ``watch``, ``snapshot``, ``config``, ``exporter`` or ``alerts`` asks
+        for. Raises ValueError (SettingsError, ProfileError, UsageError) for the first thing the
+        user must fix, the settings file first."""
         if args.command == "config":
             return _config(args)
         settings = load_settings(args.config, Path((_repositories(args) or (".",))[0]).absolute())
-        if args.command == "check":
-            return _check(args, settings)
-        if args.command == "watch":
-            return _watch(args, settings)
-        return _snapshot(args, settings)
+        builder = {"check": _check, "watch": _watch, "exporter": _exporter,
+                   "alerts": _alerts}.get(args.command, _snapshot)
+        return builder(args, settings)
 
     def options_for(self, evidence: Evidence, earlier: CheckOptions | None = None) -> CheckOptions:
         """The target for Evidence read now: the user's choice, else what the server (its
@@ -179,6 +203,11 @@ class Invocation:
         return [replace(self, sources=replace(self.sources, repository=path,
                                               repositories=(path,)))
                 for path in self.sources.repositories]
+
+    def per_server(self) -> list[Invocation]:
+        """``exporter``: the run for each server given, alone."""
+        return [replace(self, sources=replace(self.sources, url=url, urls=(url,)))
+                for url in self.sources.urls]
 
     def judge(self, evidence: Evidence) -> Result:
         """The selected rules and the settings file's waivers over ``evidence``."""
@@ -247,6 +276,37 @@ def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
     return Invocation("watch", _sources(args, settings), target,
                       Output(interval_s=args.interval, save_dir=args.save_dir), tuple(rules),
                       tuple(settings.waivers), settings.source)
+
+
+def _exporter(args: argparse.Namespace, settings: Settings) -> Invocation:
+    """Several servers share the repository and the settings; what belongs to one server (its
+    metrics URL, log, container) can be named only when there is one."""
+    rules = _settings_rules(settings)
+    urls = tuple(dict.fromkeys(args.url))  # a server named twice is judged once
+    if len(urls) > 1:
+        own = [flag for flag, value in (("--metrics-url", args.metrics_url), ("--log", args.log),
+                                        ("--container", args.container)) if value]
+        if own:
+            raise UsageError(f"{', '.join(own)} belong(s) to one server; with several --url "
+                             "run one exporter per server to give them")
+    if args.log == "-":
+        raise UsageError("the exporter runs for days: give the log as a file or a pipe, not "
+                         "standard input")
+    sources = replace(_sources(args, settings), url=urls[0], urls=urls)
+    output = Output(interval_s=args.interval, listen=args.listen, docs_url=args.docs_url)
+    return Invocation("exporter", sources, _target(args, settings), output, tuple(rules),
+                      tuple(settings.waivers), settings.source)
+
+
+def _alerts(args: argparse.Namespace, settings: Settings) -> Invocation:
+    """The rules judge nothing here: the settings file gives the thresholds they encode."""
+    _settings_rules(settings)
+    return Invocation("alerts", target=Target(thresholds=dict(settings.thresholds)),
+                      output=Output(format=args.format, path=args.output,
+                                    docs_url=args.docs_url),
+                      settings_source=settings.source,
+                      alerting=Alerting(args.groups, args.rate_window, args.hold,
+                                        args.exporter_job))
 
 
 def _snapshot(args: argparse.Namespace, settings: Settings) -> Invocation:

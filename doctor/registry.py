@@ -48,6 +48,18 @@ class Rule:
     def doc(self) -> str:
         return inspect.cleandoc(self.check.__doc__ or "")
 
+    def section(self, heading: str) -> str:
+        """One paragraph of the documentation (``Fix``: what an alert carries), on one line."""
+        found = re.search(rf"^{re.escape(heading)}:(.*?)(?=\n\s*\n|\Z)", self.doc,
+                          re.MULTILINE | re.DOTALL)
+        text = " ".join(found.group(1).split()) if found else ""
+        return text[:1].upper() + text[1:]
+
+    @property
+    def anchor(self) -> str:
+        """The id of the rule's heading in docs/rules.md as GitHub and GitLab render it."""
+        return f"{self.id.lower()}-{self.name}-{self.severity}"
+
 
 #: Every registered rule by id: listed by ``triton_doctor.catalogue``, whose import of the rules
 #: package fills it, and read by ``triton_doctor.server_words``.

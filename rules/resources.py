@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.triton.server_model import LiveView
+from triton_doctor.triton.server_model import GPU_MEMORY_ERROR_SHARE, LiveView
 
 MIB = 1024 * 1024
 #: Docker's default /dev/shm size for a container.
@@ -72,7 +72,7 @@ def gpu_memory_pressure(view: LiveView) -> Iterator[Hit]:
                       "total_bytes": device.memory_total_bytes, "used_share": round(share, 4),
                       "used_earlier_bytes": device.memory_used_earlier_bytes,
                       "biggest_instance_bytes": biggest[1] if biggest else None},
-            severity=Severity.ERROR if share >= 0.97 else None,
+            severity=Severity.ERROR if share >= GPU_MEMORY_ERROR_SHARE else None,
         )
 
 

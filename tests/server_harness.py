@@ -273,10 +273,11 @@ class TritonServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(self.served_repository, ignore_errors=True)
         shutil.copytree(self.repository, self.served_repository, symlinks=True)
-        self.http_port = _free_port()
-        self.metrics_port = _free_port()
-        while self.metrics_port == self.http_port:
+        if not self.http_port:  # a restart keeps its ports, as a restarted pod keeps its address
+            self.http_port = _free_port()
             self.metrics_port = _free_port()
+            while self.metrics_port == self.http_port:
+                self.metrics_port = _free_port()
         self._envs_before = _python_envs()
         with self.log_path.open("wb") as log:
             # Own session: the stubs are in the server's process group and die with it. The
@@ -358,6 +359,12 @@ class TritonServer:
         self._remove_shm()
         self._remove_python_envs()
         return proc.returncode
+
+    def restart(self) -> TritonServer:
+        """Stop, then start again on the same ports."""
+        self.stop()
+        self.process = None
+        return self.start()
 
     def _remove_python_envs(self) -> None:
         """Remove the ``python_env`` directories made since this server started, when no

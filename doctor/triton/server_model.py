@@ -49,6 +49,9 @@ THRESHOLDS: dict[str, float] = {
     "gpu-memory": 0.9,
     "dev-shm": 0.9,
 }
+#: GPU memory used from this share of the total is an error (TD701 and its alert): the next
+#: allocation fails, whatever ``gpu-memory`` warns at.
+GPU_MEMORY_ERROR_SHARE = 0.97
 #: The thresholds that are shares of a whole, so 0 to 1 (the others are counts, times, ratios).
 SHARES = frozenset({"queue-share", "batch-efficiency", "failure-rate", "gpu-memory", "dev-shm"})
 

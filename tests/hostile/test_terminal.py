@@ -224,7 +224,7 @@ def results(draw: st.DrawFn) -> Result:
                 location=Location(path, draw(st.one_of(st.none(), st.integers(1, 9)))),
                 message=draw(hostile_text), triton_message=draw(st.none() | hostile_text),
                 fix=draw(st.none() | hostile_text), evidence={"value": draw(hostile_text)}))
-    return Result(findings=findings, models=len(names), rules_run=1)
+    return Result(findings=findings, models=len(names), applied=["TD201"])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,1 @@
+"""``triton-doctor exporter``: the rules judged on an interval, served as Prometheus series."""

@@ -1,0 +1,164 @@
+"""What the exporter serves, as Prometheus series: each server's latest check, and counts.
+
+Series are made afresh from the latest check at every scrape (a custom collector, not gauges
+kept between checks), so a cleared finding's series is gone at the next scrape and nothing
+accumulates: what is held is one check per server and a count per (server, rule).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from triton_doctor.engine import Result
+from triton_doctor.evidence import Evidence
+from triton_doctor.registry import Rule
+
+#: The Evidence parts whose availability is served, in this order.
+SOURCES = ("server", "metrics", "gpu", "container", "host", "log")
+#: The labels that name a finding; the same problem keeps the same series while it lasts (the
+#: message, whose values change every check, is in /findings, not in a label).
+FINDING_LABELS = ("instance", "rule", "name", "severity", "model", "version")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One server's latest check, as served: finding label values (one series each, however
+    many findings share them), the sources read, and when and how long."""
+
+    instance: str
+    findings: frozenset[tuple[str, ...]]
+    sources_up: dict[str, bool]
+    required: frozenset[str]
+    duration_s: float
+    ran_whole: bool
+
+
+def judged(instance: str, evidence: Evidence, result: Result, duration_s: float,
+           required: Sequence[str]) -> Check:
+    """The Check of a check that ran to its end."""
+    findings = frozenset(
+        (instance, f.rule, f.name, str(f.severity), f.model or "", f.version or "")
+        for f in result.findings)
+    sources_up = {part: getattr(evidence, part) is not None for part in SOURCES}
+    return Check(instance, findings, sources_up, frozenset(required), duration_s, True)
+
+
+def outcomes(result: Result, rules: Sequence[Rule]) -> tuple[list[str], list[str]]:
+    """The rules of ``result`` that judged something, and those skipped wholly (their input
+    missing for the server, or for every model)."""
+    skips = Counter(s.rule for s in result.skipped)
+    scope = {r.id: r.scope for r in rules}
+    ran: list[str] = []
+    skipped: list[str] = []
+    for rule in result.applied:
+        whole = skips[rule] >= result.models if scope.get(rule) == "model" else skips[rule] > 0
+        (skipped if whole and skips[rule] else ran).append(rule)
+    return ran, skipped
+
+
+@dataclass(eq=False)  # registered by identity
+class Ledger:
+    """The latest Check per server and the counts since start, read by every scrape while the
+    checkers write: one lock, held only to swap or copy."""
+
+    rules: Sequence[Rule]
+    #: ``rule id -> the URL of its documentation``.
+    docs: dict[str, str] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _checks: dict[str, Check] = field(default_factory=dict)
+    _last_success: dict[str, float] = field(default_factory=dict)
+    _runs: Counter[tuple[str, str]] = field(default_factory=Counter)
+    _skips: Counter[tuple[str, str]] = field(default_factory=Counter)
+    _checks_total: Counter[str] = field(default_factory=Counter)
+
+    def record(self, check: Check, at: float, ran: Sequence[str] = (),
+               skipped: Sequence[str] = ()) -> None:
+        with self._lock:
+            self._checks[check.instance] = check
+            self._checks_total[check.instance] += 1
+            if check.ran_whole:
+                self._last_success[check.instance] = at
+            self._runs.update((check.instance, rule) for rule in ran)
+            self._skips.update((check.instance, rule) for rule in skipped)
+
+    def failed(self, instance: str, duration_s: float, required: Sequence[str]) -> None:
+        """A check that did not run to its end: the last judgement stays served (its alerts do
+        not resolve for want of an answer), marked as not renewed."""
+        with self._lock:
+            before = self._checks.get(instance)
+            self._checks[instance] = Check(
+                instance, before.findings if before else frozenset(),
+                before.sources_up if before else dict.fromkeys(SOURCES, False),
+                frozenset(required), duration_s, False)
+            self._checks_total[instance] += 1
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+        with self._lock:
+            checks = list(self._checks.values())
+            last_success = dict(self._last_success)
+            runs, skips = Counter(self._runs), Counter(self._skips)
+            totals = Counter(self._checks_total)
+        finding = GaugeMetricFamily(
+            "triton_doctor_finding", "1 while a rule's finding fires on the server (instance); "
+            "cleared findings have no series", labels=FINDING_LABELS)
+        for check in checks:
+            for labels in sorted(check.findings):
+                finding.add_metric(labels, 1)
+        yield finding
+        yield self._rule_info()
+        success = GaugeMetricFamily(
+            "triton_doctor_check_success", "1 when the latest check ran to its end; 0 when it "
+            "failed (a defect, or the repository could not be read)", labels=["instance"])
+        duration = GaugeMetricFamily(
+            "triton_doctor_check_duration_seconds", "how long the latest check took",
+            labels=["instance"])
+        source_up = GaugeMetricFamily(
+            "triton_doctor_source_up", "1 when the latest check read the source; required: "
+            "the server, its metrics and a log given, which alerts watch", labels=[
+                "instance", "source", "required"])
+        for check in checks:
+            success.add_metric([check.instance], int(check.ran_whole))
+            duration.add_metric([check.instance], check.duration_s)
+            for source, up in check.sources_up.items():
+                source_up.add_metric([check.instance, source, str(source in check.required)
+                                      .lower()], int(up))
+        yield from (success, duration, source_up)
+        last = GaugeMetricFamily(
+            "triton_doctor_last_success_timestamp_seconds",
+            "when the latest check that ran to its end finished (seconds since the epoch)",
+            labels=["instance"])
+        for instance, at in sorted(last_success.items()):
+            last.add_metric([instance], at)
+        yield last
+        yield _counter("triton_doctor_checks", "checks run per server",
+                       ["instance"], {(key,): value for key, value in totals.items()})
+        yield _counter("triton_doctor_rule_runs", "checks in which the rule judged",
+                       ["instance", "rule"], runs)
+        yield _counter("triton_doctor_rule_skips", "checks in which the rule was skipped: what "
+                       "it needs was not read", ["instance", "rule"], skips)
+
+    def _rule_info(self) -> GaugeMetricFamily:
+        info = GaugeMetricFamily(
+            "triton_doctor_rule_info", "each rule's default severity, title, fix and "
+            "documentation, for alert templates", labels=[
+                "rule", "name", "severity", "title", "fix", "docs"])
+        for row in self._info_rows:
+            info.add_metric(row, 1)
+        return info
+
+    def __post_init__(self) -> None:
+        self._info_rows = [[rule.id, rule.name, str(rule.severity), rule.title,
+                            rule.section("Fix"), self.docs.get(rule.id, "")]
+                           for rule in self.rules]
+
+
+def _counter(name: str, documentation: str, labels: list[str],
+             counts: dict[tuple[str, ...], int] | Counter[tuple[str, str]]) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, documentation, labels=labels)
+    for key, value in sorted(counts.items()):
+        family.add_metric(list(key), value)
+    return family
