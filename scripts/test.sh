@@ -1,7 +1,16 @@
 #!/usr/bin/env bash
-# Install everything the tests need into .venv (the real tritonserver included) and run the suite.
+# Install everything the tests need into .venv (the real tritonserver included), Prometheus and
+# Alertmanager from Debian's packages, and run the suite; with no arguments, the ten-minute
+# soak test of the exporter runs beside it (its figures are printed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if ! command -v promtool >/dev/null || ! command -v prometheus-alertmanager >/dev/null; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+        prometheus prometheus-alertmanager >/dev/null
+fi
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 # Only the wheel's server binary and Python backend are used; its own dependencies (grpc,
@@ -9,4 +18,18 @@ python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps nvidia-pytriton==0.7.0
 .venv/bin/ruff check doctor checks rules tests scripts bench
 .venv/bin/mypy
-exec .venv/bin/python -m pytest -q "$@"
+if [ $# -eq 0 ]; then
+    soak_dir=$(mktemp -d)
+    .venv/bin/python -m pytest -q -s -m soak --basetemp="$soak_dir/tmp" >"$soak_dir/log" 2>&1 &
+    soak=$!
+fi
+status=0
+.venv/bin/python -m pytest -q "$@" || status=$?
+if [ -n "${soak:-}" ]; then
+    soak_status=0
+    wait "$soak" || soak_status=$?
+    echo "--- the exporter's soak test, run beside the suite (exit $soak_status) ---"
+    cat "$soak_dir/log"
+    [ "$soak_status" -eq 0 ] || status=$soak_status
+fi
+exit "$status"

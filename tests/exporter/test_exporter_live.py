@@ -1,0 +1,192 @@
+"""``triton-doctor exporter`` as a process, against a real tritonserver: what it serves while
+a model fails to load and another is swamped, a server that goes away and comes back, a
+server that hangs, and the flags it refuses."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from triton_doctor.catalogue import find_rule
+
+from tests.monitoring_harness import Exporter, get, series, wait_until
+from tests.python_models import ECHO_PY, SLOW_PY, Load, infer, wait_ready, write_models
+from tests.server_harness import TritonServer
+
+IO = """
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+instance_group [ { kind: KIND_CPU count: 1 } ]
+"""
+PYTHON = 'backend: "python"\nmax_batch_size: 0\n'
+#: ``slow``: 0.25 s per request on one instance; ``broken``: a zero dimension, refused at load.
+MODELS = {
+    "slow": (PYTHON + IO, SLOW_PY.replace("time.sleep(0.05)", "time.sleep(0.25)")),
+    "broken": (PYTHON + IO.replace("[ 4 ] } ]\noutput", "[ 0 ] } ]\noutput"), ECHO_PY),
+}
+
+
+def _firing(exporter: Exporter) -> set[tuple[str, str]]:
+    return {(labels["rule"], labels["model"])
+            for labels, value in series(exporter.metrics(), "triton_doctor_finding") if value}
+
+
+def _value(exporter: Exporter, name: str, **labels: str) -> float | None:
+    for found, value in series(exporter.metrics(), name):
+        if labels.items() <= found.items():
+            return value
+    return None
+
+
+@pytest.fixture(scope="module")
+def incident(triton_server: Callable[..., TritonServer],
+             tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TritonServer, Path]]:
+    """A server with ``broken`` refused and eight clients on ``slow``."""
+    repository = write_models(tmp_path_factory.mktemp("exporter") / "models", MODELS)
+    server = triton_server(repository, "--exit-on-error=false", wait_for="/v2/health/live")
+    wait_ready(server.http_url, "slow")
+    load = Load()
+    load.clients(8, lambda i: infer(server.http_url, "slow", 1.0, batched=False))
+    yield server, repository
+    load.end()
+
+
+def test_the_exporter_serves_what_fires_with_its_fix_one_link_away(
+        incident: tuple[TritonServer, Path], tmp_path: Path) -> None:
+    server, repository = incident
+    exporter = Exporter("--url", server.http_url, "--metrics-url", server.metrics_url,
+                        "--interval", "1", "--window", "2", str(repository), workdir=tmp_path)
+    try:
+        firing = wait_until(lambda: (found := _firing(exporter)) >= {
+            ("TD601", "broken"), ("TD611", "slow"), ("TD212", "broken")} and found,
+            60, "TD601 on broken and TD611 on slow")
+        assert ("TD611", "broken") not in firing
+        instance = server.http_url.removeprefix("http://")
+        assert _value(exporter, "triton_doctor_check_success", instance=instance) == 1
+        assert _value(exporter, "triton_doctor_source_up", source="server") == 1
+        assert _value(exporter, "triton_doctor_source_up", source="metrics") == 1
+        assert _value(exporter, "triton_doctor_rule_runs_total", rule="TD611") >= 1
+        info = {labels["rule"]: labels for labels, _ in
+                series(exporter.metrics(), "triton_doctor_rule_info")}
+        docs = info["TD611"]["docs"]
+        assert docs == f"{exporter.url}/rules/TD611"
+        page = get(docs).decode()
+        assert page.startswith("TD611 queue-backlog (warning)") and "Fix:" in page
+
+        report = json.loads(get(exporter.url + "/findings"))["servers"][0]
+        assert report["instance"] == instance
+        slow = next(f for f in report["findings"] if f["rule"] == "TD611")
+        assert "pending" in slow["message"] and "instance_group" in slow["fix"]
+        assert exporter.stop() == 0  # SIGTERM ends it cleanly
+    finally:
+        exporter.stop()
+
+
+def test_a_server_that_goes_away_is_marked_down_and_recovers_when_it_comes_back(
+        triton_server: Callable[..., TritonServer], tmp_path: Path) -> None:
+    repository = write_models(tmp_path / "models", {"echo": (PYTHON + IO, ECHO_PY)})
+    server = triton_server(repository)
+    exporter = Exporter("--url", server.http_url, "--interval", "0.5", "--timeout", "1",
+                        workdir=tmp_path)
+    try:
+        wait_until(lambda: _value(exporter, "triton_doctor_source_up", source="server") == 1,
+                   30, "the server read")
+        server.stop()
+        wait_until(lambda: ("TD603", "") in _firing(exporter), 30, "TD603 once it is gone")
+        assert _value(exporter, "triton_doctor_source_up", source="server") == 0
+        assert _value(exporter, "triton_doctor_check_success") == 1  # the check said so
+        server.restart()
+        wait_until(lambda: _value(exporter, "triton_doctor_source_up", source="server") == 1,
+                   60, "the server read again")
+        assert ("TD603", "") not in _firing(exporter)
+        assert exporter.process.poll() is None
+    finally:
+        exporter.stop()
+
+
+@pytest.fixture
+def counted_silent_port() -> Iterator[tuple[int, list[float]]]:
+    """A port that accepts connections and never answers; the times it accepted them."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    accepted: list[float] = []
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+                accepted.append(time.monotonic())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield listener.getsockname()[1], accepted
+    stop.set()
+    thread.join()
+    for connection in held:
+        connection.close()
+    listener.close()
+
+
+def test_a_hung_server_is_asked_once_per_check_and_scrapes_stay_fast(
+        counted_silent_port: tuple[int, list[float]], tmp_path: Path) -> None:
+    port, accepted = counted_silent_port
+    exporter = Exporter("--url", f"127.0.0.1:{port}", "--metrics-url", f"127.0.0.1:{port}",
+                        "--interval", "0.5", "--timeout", "0.4", workdir=tmp_path)
+    try:
+        time.sleep(6)
+        slowest = 0.0
+        for _ in range(20):  # scrapes while a check waits on the hung server
+            started = time.monotonic()
+            page = exporter.metrics()
+            slowest = max(slowest, time.monotonic() - started)
+        checks = _value(exporter, "triton_doctor_checks_total")
+        assert checks is not None and 6 <= checks <= 16, checks
+        # One connection per source per check (the server, then its metrics), never retried.
+        assert len(accepted) <= 2 * checks + 2, (len(accepted), checks)
+        assert ("TD603", "") in {(labels["rule"], labels["model"]) for labels, _ in
+                                 series(page, "triton_doctor_finding")}
+        assert slowest < 0.05, f"a scrape took {slowest * 1000:.0f} ms"
+    finally:
+        exporter.stop()
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--url", "a:8000", "--url", "b:8000", "--log", "x.log"], "--log belong(s) to one server"),
+    (["--url", "ftp://a"], "must be http:// or https://"),
+    (["--url", "a:8000", "--listen", "nowhere"], "give HOST:PORT or :PORT"),
+    (["--url", "a:8000", "--log", "-"], "not standard input"),
+])
+def test_flags_that_make_no_exporter_are_refused_at_once(args: list[str], said: str) -> None:
+    listen = [] if "--listen" in args else ["--listen", "127.0.0.1:0"]
+    proc = subprocess.run([sys.executable, "-m", "triton_doctor", "exporter", *args, *listen],
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+
+
+def test_an_address_in_use_is_refused_naming_it() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "triton_doctor", "exporter", "--url",
+                               "127.0.0.1:1", "--listen", f"127.0.0.1:{port}"],
+                              capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}: Address already in use" in proc.stderr
+
+
+def test_rule_fix_and_docs_anchor_match_the_generated_docs() -> None:
+    rule = find_rule("TD611")
+    assert rule is not None
+    docs = (Path(__file__).parents[2] / "docs" / "rules.md").read_text()
+    assert f"## {rule.id} `{rule.name}` ({rule.severity})" in docs
+    assert rule.anchor == "td611-queue-backlog-warning"

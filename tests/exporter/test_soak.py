@@ -1,0 +1,82 @@
+"""The exporter over a long run (``TD_SOAK_SECONDS``, default 600) against a real tritonserver
+whose failures come and go: its memory stays flat, a cleared finding leaves no series, and
+every scrape is fast. Marked ``soak``: scripts/test.sh runs it beside the main suite."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.monitoring_harness import Exporter, get, series
+from tests.python_models import ECHO_PY, Load, failing_on_negative, infer, write_models
+from tests.server_harness import TritonServer
+
+pytestmark = pytest.mark.soak
+
+IO = """backend: "python"
+max_batch_size: 0
+input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
+"""
+#: Seconds of failing requests, then as many of good ones, over and over.
+PHASE_S = 15.0
+#: Memory read as the baseline once the exporter has run this long (imports, first checks,
+#: the allocator's pools settled).
+WARM_S = 60.0
+
+
+def test_a_long_run_stays_flat_clears_what_clears_and_scrapes_fast(
+        triton_server: Callable[..., TritonServer], tmp_path: Path) -> None:
+    duration = float(os.environ.get("TD_SOAK_SECONDS", "600"))
+    repository = write_models(tmp_path / "models", {
+        "flaky": (IO, failing_on_negative("negative input")), "echo": (IO, ECHO_PY)})
+    server = triton_server(repository)
+    failing = [True]
+    load = Load()
+    load.clients(1, lambda i: infer(server.http_url, "flaky", -1.0 if failing[0] else 1.0,
+                                    batched=False), pause=0.05)
+    load.clients(1, lambda i: infer(server.http_url, "echo", batched=False), pause=0.1)
+    exporter = Exporter("--url", server.http_url, "--interval", "0.5", "--window", "2",
+                        workdir=tmp_path)
+    process = psutil.Process(exporter.process.pid)
+    scrapes: list[float] = []
+    seen: list[tuple[bool, bool]] = []  # (failing, TD613 served), at each phase's end
+    baseline = None
+    started = time.monotonic()
+    try:
+        while (elapsed := time.monotonic() - started) < duration:
+            phase_started = time.monotonic()
+            failing[0] = int(elapsed // PHASE_S) % 2 == 0
+            while time.monotonic() - phase_started < PHASE_S:
+                begun = time.monotonic()
+                page = get(exporter.url + "/metrics").decode()
+                scrapes.append(time.monotonic() - begun)
+                if baseline is None and time.monotonic() - started >= WARM_S:
+                    baseline = process.memory_info().rss
+                time.sleep(0.5)
+            served = any(labels["rule"] == "TD613" and value for labels, value in
+                         series(page, "triton_doctor_finding"))
+            seen.append((failing[0], served))
+        end_rss = process.memory_info().rss
+        checks = next(value for _, value in series(page, "triton_doctor_checks_total"))
+    finally:
+        load.end()
+        exporter.stop()
+    assert baseline is not None, "the run was shorter than the warm-up"
+    grown_mib = (end_rss - baseline) / 2**20
+    print(f"\nsoak: {duration:.0f} s, {checks:.0f} checks, {len(scrapes)} scrapes "
+          f"(median {statistics.median(scrapes) * 1000:.1f} ms, slowest "
+          f"{max(scrapes) * 1000:.1f} ms), RSS {baseline / 2**20:.1f} MiB after "
+          f"{WARM_S:.0f} s, {end_rss / 2**20:.1f} MiB at the end ({grown_mib:+.2f} MiB), "
+          f"phases {seen}")
+    assert all(served == failed for failed, served in seen[1:]), seen  # the first one warms
+    assert sum(not failed for failed, _ in seen) >= 1 and sum(f for f, _ in seen) >= 2
+    assert grown_mib < 5, f"RSS grew {grown_mib:.2f} MiB"
+    assert max(scrapes) < 0.05, f"slowest scrape {max(scrapes) * 1000:.0f} ms"
+    assert checks >= duration / 0.5 / 2, checks  # at least every other interval checked
