@@ -1,8 +1,8 @@
 """Rule documentation generated from the registry, so nothing is written twice.
 
-``python -m triton_doctor.docs`` rewrites the rules table in README.md, the demo's summary line
-at its top (which counts the rules) and docs/rules.md: a new rule needs nothing written by hand
-outside its module and its fixtures.
+``python -m triton_doctor.docs`` rewrites the rules table and the alerts table in README.md,
+the demo's summary line at its top (which counts the rules) and docs/rules.md: a new rule or
+alert needs nothing written by hand outside its module and its fixtures.
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from triton_doctor.alerts.definitions import alerts
 from triton_doctor.catalogue import all_rules
+from triton_doctor.invocation import Alerting
+from triton_doctor.triton.server_model import THRESHOLDS
 
 BEGIN, END = "<!-- rules:begin -->", "<!-- rules:end -->"
+ALERTS_BEGIN, ALERTS_END = "<!-- alerts:begin -->", "<!-- alerts:end -->"
 #: The last line of ``check`` on the demo repository, as the README's first example shows it.
 SUMMARY = re.compile(r"^[✗✓] .* · \d+ rules.*$", re.MULTILINE)
 
@@ -45,9 +49,24 @@ def rules_reference() -> str:
     return "\n".join(parts)
 
 
+def alerts_table() -> str:
+    """What ``triton-doctor alerts`` writes with the default settings."""
+    rows = ["| alert | reads | rule | severity | for |", "|---|---|---|---|---|"]
+    rows += [f"| `{a.name}` | {'Triton' if a.group == 'metrics' else 'the exporter'} | "
+             f"{a.rule or 'the finding'} | {a.severity or 'the finding'} | {a.hold} |"
+             for a in alerts(THRESHOLDS, Alerting())]
+    return "\n".join(rows)
+
+
 def with_table(readme: str) -> str:
-    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.DOTALL)
-    return pattern.sub(lambda _: f"{BEGIN}\n{rules_table()}\n{END}", readme)
+    """``readme`` with its generated tables, the rules and the alerts, made anew."""
+    readme = _between(readme, BEGIN, END, rules_table())
+    return _between(readme, ALERTS_BEGIN, ALERTS_END, alerts_table())
+
+
+def _between(text: str, begin: str, end: str, inside: str) -> str:
+    pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.DOTALL)
+    return pattern.sub(lambda _: f"{begin}\n{inside}\n{end}", text)
 
 
 def demo_summary(root: Path) -> str:

@@ -28,3 +28,12 @@ def test_docs_rewrite_the_summary_line_only() -> None:
     rewritten = docs.with_summary(readme, "✓ 0 errors in 1 model · 4 rules")
     assert rewritten == readme.replace("✗ 1 error in 1 model · 3 rules",
                                        "✓ 0 errors in 1 model · 4 rules")
+
+
+def test_readme_shows_the_alerting_configurations_the_end_to_end_test_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    examples = sorted((ROOT / "docs" / "alerting").iterdir())
+    assert [path.name for path in examples] == ["alertmanager.yml", "prometheus.yml",
+                                                "triton-doctor.tmpl"]
+    for path in examples:
+        assert f"\n{path.read_text()}```\n" in readme, f"README.md: paste {path} as it is"
