@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+from triton_doctor.evidence import ServerEvidence, ServerModel
 from triton_doctor.findings import Finding, Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import first_line
@@ -35,14 +36,18 @@ def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Itera
     'onnx'` → explained by TD504 (the backend is `onnxruntime`).
 
     The message holds the reason's first line; the whole reason (a Python model's traceback)
-    is the server's message, printed once.
+    is the server's message, printed once. Not reported: a version the server is unloading or
+    says it `unloaded` (an unload request, or an older version a newer one replaced), and a
+    model with no state (never loaded) unless the server is not ready with no other model to
+    explain it: explicit model control loads only what it is asked to, while a model that
+    failed before loading at startup leaves a server with strict readiness not ready.
 
     Fix: the fix of the explaining rule (`triton-doctor explain <id>`); for a model that
     failed before loading (no state in the index), the reason is in the server log.
     """
     assert view.server is not None
     for model in view.server.models:
-        if model.state == "READY":
+        if model.state == "READY" or _not_loaded_on_purpose(model, view.server):
             continue
         static = [f for f in static_findings
                   if f.model == model.name and f.severity >= Severity.ERROR]
@@ -65,6 +70,19 @@ def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Itera
             version=model.version or None,
             evidence={"state": model.state, "explained_by": explained},
         )
+
+
+def _not_loaded_on_purpose(model: ServerModel, server: ServerEvidence) -> bool:
+    if model.state == "UNLOADING" or model.reason == "unloaded":
+        return True
+    if model.state:
+        return False
+    # No state: never loaded. Explicit model control never asked to, or (the server's default)
+    # it failed before loading at startup, which leaves a strict server not ready: but so does
+    # a model whose load failed or is under way, so only a not-ready server with nothing else
+    # to explain it tells the second case.
+    explained = any(m.state not in ("", "READY") for m in server.models)
+    return server.ready or explained
 
 
 @rule("TD602", "server-answers-badly", "warning", "The server or its metrics answered with errors",

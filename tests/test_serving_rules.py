@@ -124,3 +124,26 @@ def test_not_ready_message_is_the_reasons_first_line_and_the_traceback_is_said_o
     assert "\n" not in finding.message and "model.py(4)" not in finding.message
     assert "cannot open the tokenizer" in finding.message
     assert finding.triton_message == reason
+
+
+def _not_ready(ready: bool, *models: ServerModel) -> list[str | None]:
+    evidence = Evidence(server=ServerEvidence(
+        url="http://127.0.0.1:8000", live=True, ready=ready, version="2.51.0",
+        models=[ServerModel("served", "1", "READY", ""), *models]))
+    return [f.model for f in _found(evidence, "TD601")]
+
+
+def test_a_model_that_failed_before_loading_is_reported_when_nothing_else_explains_it() -> None:
+    # tritonserver 2.51, default model control: a config that does not parse leaves the model
+    # with no state in the index and the server not ready.
+    assert _not_ready(False, ServerModel("parser", "", "", "")) == ["parser"]
+
+
+def test_models_left_unloaded_by_explicit_model_control_are_not_reported() -> None:
+    never_asked = ServerModel("spare", "", "", "")
+    assert _not_ready(True, never_asked) == []
+    assert _not_ready(True, ServerModel("retired", "1", "UNAVAILABLE", "unloaded")) == []
+    # Not ready while an unload or a failed load is what it waits on: the spare is no failure.
+    assert _not_ready(False, never_asked, ServerModel("retired", "1", "UNLOADING", "")) == []
+    failed = ServerModel("broken", "1", "UNAVAILABLE", "Invalid argument: dims 0")
+    assert _not_ready(False, never_asked, failed) == ["broken"]
