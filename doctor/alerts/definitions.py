@@ -61,7 +61,7 @@ def alerts(thresholds: Mapping[str, float], alerting: Alerting) -> list[Alert]:
     found = _metrics(limits, alerting.rate_window) if "metrics" in alerting.groups else []
     if "exporter" in alerting.groups:
         covered = {alert.rule for alert in found if alert.rule} | {SOURCE_RULE}
-        found += _exporter(sorted(covered), alerting.exporter_job)
+        found += _exporter(sorted(covered), alerting.exporter_job, alerting.rate_window)
     if alerting.hold is not None:
         return [replace(alert, hold=alerting.hold) for alert in found]
     return found
@@ -186,10 +186,12 @@ def _metrics(limit: Mapping[str, float], w: str) -> list[Alert]:
     ]
 
 
-def _exporter(covered: list[str], job: str) -> list[Alert]:
+def _exporter(covered: list[str], job: str, w: str) -> list[Alert]:
     """Each finding the exporter serves but the metrics group does not encode (``covered``),
-    and the exporter's own health."""
+    new lines of the log a log rule matched (over ``w``; a count that appears is new too, while
+    one that was there ``w`` ago is an old line's), and the exporter's own health."""
     instance = "{{ $labels.instance }}"
+    lines = "triton_doctor_log_lines_total"
     return [
         Alert(
             "TritonDoctorFinding", "exporter",
@@ -198,6 +200,15 @@ def _exporter(covered: list[str], job: str) -> list[Alert]:
             f"{_FINDING_TITLE}: {{{{ $labels.rule }}}} fires on {instance} for model "
             '"{{ $labels.model }}" version "{{ $labels.version }}" (empty: the server as a '
             "whole). The exporter's /findings has the message.",
+            None, None, fix=_FINDING_FIX, runbook=_FINDING_DOCS),
+        Alert(
+            "TritonDoctorLogEvent", "exporter",
+            f"increase({lines}[{w}]) > 0\nor\n({lines} unless {lines} offset {w})",
+            "0m", f"{{{{ $labels.rule }}}} {{{{ $labels.name }}}} in the log of {instance}",
+            f"{_FINDING_TITLE}: the log of {instance} has new lines of {{{{ $labels.rule }}}} "
+            'for model "{{ $labels.model }}" (empty: the server as a whole) in the last '
+            f'{w}, {{{{ $value | printf "%.0f" }}}} of them. The exporter\'s /findings has '
+            "the first and last.",
             None, None, fix=_FINDING_FIX, runbook=_FINDING_DOCS),
         Alert(
             "TritonDoctorExporterDown", "exporter", f"up{{job={json.dumps(job)}}} == 0",

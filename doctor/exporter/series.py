@@ -3,25 +3,31 @@
 Series are made afresh from the latest check at every scrape (a custom collector, not gauges
 kept between checks), so a cleared finding's series is gone at the next scrape and nothing
 accumulates: what is held is one check per server and a count per (server, rule).
+
+A log rule's finding is about lines already written, which never clear while the log holds
+them: it is served as a count of those lines (``triton_doctor_log_lines_total``), so that an
+alert fires on new ones, not on an old crash for as long as the log keeps it.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
-from triton_doctor.registry import Rule
+from triton_doctor.registry import RULES, Rule
 
 #: The Evidence parts whose availability is served, in this order.
 SOURCES = ("server", "metrics", "gpu", "container", "host", "log")
 #: The labels that name a finding; the same problem keeps the same series while it lasts (the
 #: message, whose values change every check, is in /findings, not in a label).
 FINDING_LABELS = ("instance", "rule", "name", "severity", "model", "version")
+#: The labels of a log rule's count of lines.
+LOG_LABELS = ("instance", "rule", "name", "severity", "model")
 
 
 @dataclass(frozen=True)
@@ -31,6 +37,8 @@ class Check:
 
     instance: str
     findings: frozenset[tuple[str, ...]]
+    #: Log rules' lines in the log read, by LOG_LABELS values.
+    log_lines: dict[tuple[str, ...], int]
     sources_up: dict[str, bool]
     required: frozenset[str]
     duration_s: float
@@ -40,11 +48,17 @@ class Check:
 def judged(instance: str, evidence: Evidence, result: Result, duration_s: float,
            required: Sequence[str]) -> Check:
     """The Check of a check that ran to its end."""
-    findings = frozenset(
-        (instance, f.rule, f.name, str(f.severity), f.model or "", f.version or "")
-        for f in result.findings)
+    findings: set[tuple[str, ...]] = set()
+    log_lines: Counter[tuple[str, ...]] = Counter()
+    for f in result.findings:
+        labels = (instance, f.rule, f.name, str(f.severity), f.model or "")
+        if RULES[f.rule].scope == "log":
+            log_lines[labels] += int(f.evidence.get("count", 1))
+        else:
+            findings.add((*labels, f.version or ""))
     sources_up = {part: getattr(evidence, part) is not None for part in SOURCES}
-    return Check(instance, findings, sources_up, frozenset(required), duration_s, True)
+    return Check(instance, frozenset(findings), dict(log_lines), sources_up,
+                 frozenset(required), duration_s, True)
 
 
 def outcomes(result: Result, rules: Sequence[Rule]) -> tuple[list[str], list[str]]:
@@ -71,8 +85,8 @@ class Ledger:
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _checks: dict[str, Check] = field(default_factory=dict)
     _last_success: dict[str, float] = field(default_factory=dict)
-    _runs: Counter[tuple[str, str]] = field(default_factory=Counter)
-    _skips: Counter[tuple[str, str]] = field(default_factory=Counter)
+    _runs: Counter[tuple[str, ...]] = field(default_factory=Counter)
+    _skips: Counter[tuple[str, ...]] = field(default_factory=Counter)
     _checks_total: Counter[str] = field(default_factory=Counter)
 
     def record(self, check: Check, at: float, ran: Sequence[str] = (),
@@ -92,6 +106,7 @@ class Ledger:
             before = self._checks.get(instance)
             self._checks[instance] = Check(
                 instance, before.findings if before else frozenset(),
+                before.log_lines if before else {},
                 before.sources_up if before else dict.fromkeys(SOURCES, False),
                 frozenset(required), duration_s, False)
             self._checks_total[instance] += 1
@@ -109,6 +124,10 @@ class Ledger:
             for labels in sorted(check.findings):
                 finding.add_metric(labels, 1)
         yield finding
+        yield _counter("triton_doctor_log_lines", "lines of the server's log a log rule "
+                       "matched, per model (it starts again when the log is rotated)",
+                       list(LOG_LABELS), {labels: count for check in checks
+                                          for labels, count in check.log_lines.items()})
         yield self._rule_info()
         success = GaugeMetricFamily(
             "triton_doctor_check_success", "1 when the latest check ran to its end; 0 when it "
@@ -157,7 +176,7 @@ class Ledger:
 
 
 def _counter(name: str, documentation: str, labels: list[str],
-             counts: dict[tuple[str, ...], int] | Counter[tuple[str, str]]) -> CounterMetricFamily:
+             counts: Mapping[tuple[str, ...], int]) -> CounterMetricFamily:
     family = CounterMetricFamily(name, documentation, labels=labels)
     for key, value in sorted(counts.items()):
         family.add_metric(list(key), value)

@@ -20,7 +20,9 @@ def render(template: str, labels: Mapping[str, str], value: float,
     """``template`` for an alert of ``labels`` and ``value``; ``rule_info``: the labels of each
     rule's info series, by rule id."""
     text = _RULE_INFO.sub(lambda found: rule_info[labels["rule"]][found.group(1)], template)
-    text = _LABEL.sub(lambda found: labels[found.group(1)], text)
+    # A label the alert lacks is empty, as Prometheus renders it (a finding about the server
+    # as a whole has no model).
+    text = _LABEL.sub(lambda found: labels.get(found.group(1), ""), text)
     text = _VALUE.sub(lambda found: found.group(1) % value, text)
     if "{{" in text:
         raise ValueError(f"a template construct the test renderer does not know: {template!r}")

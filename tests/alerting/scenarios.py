@@ -34,12 +34,14 @@ Amount = float | Callable[[int], float]
 class Series:
     name: str
     labels: dict[str, str]
-    values: list[float]
+    #: None: no sample that minute (the series does not exist yet).
+    values: list[float | None]
 
     def promtool(self) -> dict[str, str]:
         labels = ",".join(f'{key}="{value}"' for key, value in self.labels.items())
         return {"series": f"{self.name}{{{labels}}}",
-                "values": " ".join(repr(value) for value in self.values)}
+                "values": " ".join("_" if value is None else repr(value)
+                                   for value in self.values)}
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ def _gpu(t: Mapping[str, float]) -> dict[str, Case]:
 
 def _exporter() -> dict[str, Case]:
     info = {}
-    for rule_id in ("TD612", "TD611", "TD603"):
+    for rule_id in ("TD612", "TD611", "TD603", "TD811"):
         rule = find_rule(rule_id)
         assert rule is not None
         info[rule_id] = {"rule": rule.id, "name": rule.name, "severity": str(rule.severity),
@@ -256,7 +258,10 @@ def _exporter() -> dict[str, Case]:
                 "model": model_name, "version": "1"}
 
     def ones(metric: str, value: float, labels: dict[str, str]) -> Series:
-        return Series(metric, labels, gauge(value))
+        return Series(metric, labels, list(gauge(value)))
+
+    crash = {**EXPORTER, "rule": "TD811", "name": info["TD811"]["name"],
+             "severity": info["TD811"]["severity"], "model": ""}
 
     return {
         "TritonDoctorFinding": Case(
@@ -267,6 +272,16 @@ def _exporter() -> dict[str, Case]:
                     {"instance": "exporter:9780", "job": "triton-doctor", **labels})
                for labels in info.values())],
             [Firing(finding("TD612", "ranker"), 1.0)], onset=(0, 0), rule_info=info),
+        # A crash logged at minute 10 (a count that appears), next to one the log held from
+        # the start, which is old news.
+        "TritonDoctorLogEvent": Case(
+            [Series("triton_doctor_log_lines_total", crash, [None] * 10 + [2.0] * (MINUTES - 9)),
+             ones("triton_doctor_log_lines_total", 3, {**crash, "model": "old"}),
+             *(ones("triton_doctor_rule_info", 1,
+                    {"instance": "exporter:9780", "job": "triton-doctor", **labels})
+               for labels in info.values())],
+            [Firing({key: value for key, value in crash.items() if value}, 2.0)],
+            onset=(10, 10), rule_info=info),
         "TritonDoctorExporterDown": Case(
             [ones("up", 0, {"instance": "exporter:9780", "job": "triton-doctor"}),
              ones("up", 1, {"instance": "exporter-2:9780", "job": "triton-doctor"}),

@@ -190,3 +190,26 @@ def test_rule_fix_and_docs_anchor_match_the_generated_docs() -> None:
     docs = (Path(__file__).parents[2] / "docs" / "rules.md").read_text()
     assert f"## {rule.id} `{rule.name}` ({rule.severity})" in docs
     assert rule.anchor == "td611-queue-backlog-warning"
+
+
+def test_lines_a_log_rule_matches_are_counted_as_they_are_written(tmp_path: Path) -> None:
+    logs = Path(__file__).parents[2] / "fixtures" / "logs"
+    log = tmp_path / "server.log"
+    log.write_text((logs / "healthy.log").read_text())
+    with socket.create_server(("127.0.0.1", 0)) as closed:  # a port where nothing listens
+        dead = f"127.0.0.1:{closed.getsockname()[1]}"
+    exporter = Exporter("--url", dead, "--log", str(log), "--interval", "0.5", "--timeout",
+                        "0.5", workdir=tmp_path)
+    try:
+        wait_until(lambda: _value(exporter, "triton_doctor_source_up", source="log") == 1, 30,
+                   "the log read")
+        assert series(exporter.metrics(), "triton_doctor_log_lines_total") == []
+        with log.open("a") as appended:
+            appended.write((logs / "server_crash_signal11.log").read_text())
+        counted = wait_until(lambda: _value(exporter, "triton_doctor_log_lines_total",
+                                            rule="TD811"), 30, "the crash counted")
+        assert counted >= 1
+        assert ("TD811", "") not in _firing(exporter)  # a line, not a state that clears
+        assert ("TD603", "") in _firing(exporter)
+    finally:
+        exporter.stop()

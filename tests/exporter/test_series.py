@@ -124,3 +124,15 @@ def test_memory_stays_flat_over_many_checks_with_findings_coming_and_going() -> 
                 tracemalloc.take_snapshot().compare_to(before, "filename"))
     tracemalloc.stop()
     assert grown < 64 * 1024, f"{grown} bytes more after 300 more checks"
+
+
+def test_a_log_rules_finding_is_served_as_a_count_of_lines_not_as_a_finding() -> None:
+    crash = _finding("TD811", None, "signal 11")
+    crash = Finding(**{**vars(crash), "evidence": {"count": 3}})
+    ledger = Ledger(RULES, {})
+    _checked(ledger, "a:8000", crash, _finding("TD611", "slow"))
+    page = _scrape(ledger)
+    assert [labels["rule"] for labels, _ in series(page, "triton_doctor_finding")] == ["TD611"]
+    assert series(page, "triton_doctor_log_lines_total") == [(
+        {"instance": "a:8000", "rule": "TD811", "name": "server-crashed", "severity": "error",
+         "model": ""}, 3.0)]
