@@ -82,13 +82,18 @@ class Service:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        _end(self.process)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL if it is still running 15 s later; reaped either way."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 def start_prometheus(config: str, workdir: Path) -> Service:
@@ -143,13 +148,7 @@ class Exporter:
         return get(self.url + "/metrics").decode()
 
     def stop(self) -> int | None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
+        _end(self.process)
         self._stderr.close()
         return self.process.returncode
 
