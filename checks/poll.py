@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from triton_doctor.checks import logs, metrics, server
@@ -30,7 +30,6 @@ from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import hide_credentials
 from triton_doctor.evidence import (
     Evidence,
-    GpuEvidence,
     MetricsEvidence,
     MetricsScrape,
     ServerSample,
@@ -38,20 +37,8 @@ from triton_doctor.evidence import (
 
 #: Seconds between reads of the configs, the container and /dev/shm.
 SLOW_EVERY_S = 10.0
-#: The parts of a Reading that rates and trends compare.
+#: The parts of a reading that rates and trends compare.
 PARTS = ("sample", "scrape", "gpu")
-#: Readings kept at most while a part stays missing (an hour of polls at 1 s).
-MAX_READINGS = 3600
-
-
-@dataclass(frozen=True)
-class Reading:
-    """What one poll read that later polls compare against."""
-
-    at: float
-    sample: ServerSample | None
-    scrape: MetricsScrape | None
-    gpu: GpuEvidence | None
 
 
 class Poller:
@@ -64,7 +51,9 @@ class Poller:
         self.metrics_url = request.metrics_url or metrics_url_for(self.url)
         self._clock = clock
         self._slow_every_s = slow_every_s
-        self._readings: deque[Reading] = deque()
+        #: Per part, the readings that had it, oldest first: the newest one a window old
+        #: and those since (a part that stays missing keeps its last reading alone).
+        self._readings: dict[str, deque[tuple[float, Any]]] = {part: deque() for part in PARTS}
         self._configs: dict[tuple[str, str], dict[str, Any]] = {}
         self._slow_at: float | None = None
         self._surroundings = Evidence()
@@ -78,20 +67,22 @@ class Poller:
             self._slow_at = now
             self._configs.clear()
         evidence = Evidence()
-        reading = Reading(now, self._sample(evidence), self._scrape(evidence),
-                          read_gpu(evidence))
-        earlier = self._earlier(reading)
-        self._readings.append(reading)
+        reading = {"sample": self._sample(evidence), "scrape": self._scrape(evidence),
+                   "gpu": read_gpu(evidence)}
+        earlier = {part: self._earlier(part, now) for part in PARTS}
+        for part, value in reading.items():
+            if value is not None:
+                self._readings[part].append((now, value))
         if evidence.server is not None:  # None exactly when the sample failed
-            evidence.server.samples = [s for s in (earlier.sample, reading.sample) if s]
-        if reading.scrape is not None:
+            evidence.server.samples = [s for s in (earlier["sample"], reading["sample"]) if s]
+        if reading["scrape"] is not None:
             evidence.metrics = MetricsEvidence(
                 url=hide_credentials(self.metrics_url),
-                scrapes=[s for s in (earlier.scrape, reading.scrape) if s])
-        if reading.gpu is not None:
-            if earlier.gpu is not None:
-                with_trend(reading.gpu, earlier.gpu)
-            evidence.gpu = reading.gpu
+                scrapes=[s for s in (earlier["scrape"], reading["scrape"]) if s])
+        if reading["gpu"] is not None:
+            if earlier["gpu"] is not None:
+                with_trend(reading["gpu"], earlier["gpu"])
+            evidence.gpu = reading["gpu"]
         self._add_surroundings(evidence, slow)
         return evidence
 
@@ -118,25 +109,15 @@ class Poller:
                 evidence.unavailable["metrics"] = str(error)
             return None
 
-    def _earlier(self, now: Reading) -> Reading:
-        """Per part, the newest reading of it at least a window old (else the oldest kept):
-        a server that missed one poll still has its rates from the reading before.
-
-        A reading is forgotten once a newer one, itself a window old, has every part it has.
-        """
-        window = self.request.window_s
-        readings = self._readings
-        while len(readings) > 1 and now.at - readings[1].at >= window and (
-                len(readings) > MAX_READINGS
-                or all(getattr(readings[1], part) is not None
-                       for part in PARTS if getattr(readings[0], part) is not None)):
-            readings.popleft()
-        return Reading(now.at, *(self._pick(part, now.at - window) for part in PARTS))
-
-    def _pick(self, part: str, newest_at: float) -> Any:
-        having = [r for r in self._readings if getattr(r, part) is not None]
-        aged = [r for r in having if r.at <= newest_at]
-        return getattr(aged[-1] if aged else having[0], part) if having else None
+    def _earlier(self, part: str, now: float) -> Any:
+        """The newest reading of ``part`` at least a window old (else the oldest kept): a
+        server that missed polls still has its rates from the reading before. What is older
+        than that one is forgotten, so memory holds a window of polls, however long a part
+        stays missing."""
+        kept = self._readings[part]
+        while len(kept) > 1 and kept[1][0] <= now - self.request.window_s:
+            kept.popleft()
+        return kept[0][1] if kept else None
 
     def _add_surroundings(self, evidence: Evidence, slow: bool) -> None:
         """Container, host and log: read at the slow pace and carried over in between."""

@@ -71,11 +71,21 @@ def test_a_missed_server_reading_pairs_with_the_one_before(script: Script) -> No
     assert _sample_times(poller, script, 4) == [2, 4]
 
 
-def test_readings_are_forgotten_once_a_newer_one_a_window_old_has_their_parts(
-        script: Script) -> None:
+def test_readings_are_forgotten_once_a_newer_one_is_a_window_old(script: Script) -> None:
     script.down = set()
     poller = poll.Poller(LiveRequest("localhost:8000", window_s=2), clock=script.clock)
     for second in range(10):
         times = _sample_times(poller, script, second)
     assert times == [7, 9]
-    assert len(poller._readings) <= 4
+    assert sum(len(kept) for kept in poller._readings.values()) <= 6
+
+
+def test_a_part_that_stays_missing_does_not_keep_the_others_readings(script: Script) -> None:
+    """The server's API failing for an hour while its metrics answer: the metrics pages of
+    that hour are not all kept for the server's old sample."""
+    script.down = set(range(1, 3600))
+    poller = poll.Poller(LiveRequest("localhost:8000", window_s=2), clock=script.clock)
+    for second in range(3600):
+        _sample_times(poller, script, second)
+    assert len(poller._readings["scrape"]) <= 3
+    assert [at for at, _ in poller._readings["sample"]] == [0]
