@@ -67,12 +67,12 @@ def reread_repository(invocation: Invocation, evidence: Evidence) -> Evidence:
 class LivePoller:
     """``watch``'s reads of a running server (see checks.poll), each with the repository read
     before the polls began (``base``, from ``collect(invocation, live=False)``) and the target
-    the server reveals."""
+    the server reveals; ``log_from_end``: a --log file's lines from now on (the exporter's)."""
 
-    def __init__(self, invocation: Invocation, base: Evidence) -> None:
+    def __init__(self, invocation: Invocation, base: Evidence, log_from_end: bool = False) -> None:
         from triton_doctor.checks.poll import Poller
 
-        self._poller = Poller(_request(invocation.sources))
+        self._poller = Poller(_request(invocation.sources), log_from_end=log_from_end)
         self._invocation = invocation
         #: Judged with every poll; the exporter replaces it when it reads the repository again.
         self.repository = base.repository

@@ -88,14 +88,17 @@ def _range_scan(name: str, max_lines: int) -> ScanRange:
 class LogFollower:
     """The log for ``watch``, read each poll without waiting: a file from where the last poll
     stopped (from its start again when it shrank: rotated or truncated), a pipe opened once and
-    kept open, taking what has come since."""
+    kept open, taking what has come since. ``from_end``: a file's lines from the first read on,
+    not those it already held (the exporter's: it alerts on what happens while it runs; its
+    line numbers then count from there)."""
 
-    def __init__(self, path: str, max_lines: int = TAIL_LINES) -> None:
+    def __init__(self, path: str, max_lines: int = TAIL_LINES, from_end: bool = False) -> None:
         self.path = path
         self._max_lines = max_lines
         self._pipe: BinaryIO | None = None
         self._scan = _Sniffed(LogScan(path, max_lines), path)
-        self._offset = 0
+        #: Where the next read starts; None until a file is first opened from its end.
+        self._offset: int | None = None if from_end else 0
 
     def read(self) -> LogEvidence:
         """The log now; raises SourceUnavailable naming the path, as :func:`read_log` does (a
@@ -120,6 +123,8 @@ class LogFollower:
 
     def _read_file(self, file: BinaryIO) -> LogEvidence:
         size = os.fstat(file.fileno()).st_size
+        if self._offset is None:
+            self._offset = size
         if size < self._offset:  # rotated or truncated: its lines are new
             self._scan = _Sniffed(LogScan(self.path, self._max_lines), self.path)
             self._offset = 0

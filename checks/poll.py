@@ -45,7 +45,7 @@ class Poller:
     """One ``poll()`` = one reading of every source, judged against the reading a window ago."""
 
     def __init__(self, request: LiveRequest, clock: Callable[[], float] = time.monotonic,
-                 slow_every_s: float = SLOW_EVERY_S) -> None:
+                 slow_every_s: float = SLOW_EVERY_S, log_from_end: bool = False) -> None:
         self.request = request
         self.url = hide_credentials(request.url)
         self.metrics_url = request.metrics_url or metrics_url_for(self.url)
@@ -57,7 +57,8 @@ class Poller:
         self._configs: dict[tuple[str, str], dict[str, Any]] = {}
         self._slow_at: float | None = None
         self._surroundings = Evidence()
-        self._log = logs.LogFollower(request.log_path) if request.log_path else None
+        self._log = (logs.LogFollower(request.log_path, from_end=log_from_end)
+                     if request.log_path else None)
 
     def poll(self) -> Evidence:
         """The Evidence now; never raises for a source that fails, it is marked unavailable."""

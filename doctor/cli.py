@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from triton_doctor import __version__, commands
-from triton_doctor.flag_types import alert_groups, count, duration, listen_address, seconds
+from triton_doctor.flag_types import (
+    alert_groups,
+    count,
+    duration,
+    listen_address,
+    positive_duration,
+    seconds,
+)
 from triton_doctor.invocation import ALERT_GROUPS, DEFAULT_LISTEN, Invocation
 from triton_doctor.printable import printable
 from triton_doctor.triton import model_config, profiles
@@ -285,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
         "out the rules the metrics group encodes)",
     )
     alerts.add_argument(
-        "--rate-window", type=duration, default="5m", metavar="DURATION",
+        "--rate-window", type=positive_duration, default="5m", metavar="DURATION",
         help="the range rates are taken over, a Prometheus duration (default 5m: at least "
         "four scrape intervals)",
     )

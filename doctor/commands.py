@@ -273,16 +273,11 @@ def exporter(invocation: Invocation) -> int:
     try:
         # The repository, read before serving: its errors end here (exit 2).
         base = _collected(invocation, live=False)
+        return serve(invocation, base)
     except _Stop as stop:
         return stop.code
-    try:
-        return serve(invocation, base)
-    except ValueError as error:  # a --url that names no server
+    except ValueError as error:  # ListenError
         say(error)
-        return EXIT_USAGE
-    except OSError as error:  # the listen address is taken or not ours
-        host, port = invocation.output.listen
-        say(f"cannot listen on {host}:{port}: {error.strerror or error}")
         return EXIT_USAGE
 
 

@@ -58,6 +58,14 @@ def duration(text: str) -> str:
     return text
 
 
+def positive_duration(text: str) -> str:
+    """A Prometheus duration more than zero (a range: Prometheus refuses ``[0s]``)."""
+    if not re.fullmatch(r"(?:0+(?:ms|[ywdhms]))+", duration(text)):
+        return text
+    raise argparse.ArgumentTypeError(f"give a Prometheus duration more than 0, such as 5m; not "
+                                     f"{text!r}")
+
+
 def listen_address(text: str) -> tuple[str, int]:
     """``HOST:PORT``, ``:PORT`` (every address) or ``[::1]:PORT``; the port 0 to 65535 (0: any
     free port, said when it is chosen)."""

@@ -282,7 +282,7 @@ def _exporter(args: argparse.Namespace, settings: Settings) -> Invocation:
     """Several servers share the repository and the settings; what belongs to one server (its
     metrics URL, log, container) can be named only when there is one."""
     rules = _settings_rules(settings)
-    urls = tuple(dict.fromkeys(args.url))  # a server named twice is judged once
+    urls = _servers(args.url)
     if len(urls) > 1:
         own = [flag for flag, value in (("--metrics-url", args.metrics_url), ("--log", args.log),
                                         ("--container", args.container)) if value]
@@ -292,10 +292,24 @@ def _exporter(args: argparse.Namespace, settings: Settings) -> Invocation:
     if args.log == "-":
         raise UsageError("the exporter runs for days: give the log as a file or a pipe, not "
                          "standard input")
-    sources = replace(_sources(args, settings), url=urls[0], urls=urls)
+    sources = replace(_sources(args, settings, url=urls[0]), urls=urls)
     output = Output(interval_s=args.interval, listen=args.listen, docs_url=args.docs_url)
     return Invocation("exporter", sources, _target(args, settings), output, tuple(rules),
                       tuple(settings.waivers), settings.source)
+
+
+def _servers(urls: Sequence[str]) -> tuple[str, ...]:
+    """The servers named, each once (``host:8000`` and ``http://host:8000/`` are one); raises
+    UsageError for a URL that names no server."""
+    from triton_doctor.checks.collect import server_address
+
+    first: dict[str, str] = {}
+    for url in urls:
+        try:
+            first.setdefault(server_address(url), url)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    return tuple(first.values())
 
 
 def _alerts(args: argparse.Namespace, settings: Settings) -> Invocation:
@@ -389,9 +403,9 @@ def _known(resolve: Callable[[Any], T], value: str | None, by_flag: bool,
         raise SettingsError(f"{settings.source}: {error}") from None
 
 
-def _sources(args: argparse.Namespace, settings: Settings) -> Sources:
+def _sources(args: argparse.Namespace, settings: Settings, url: str | None = None) -> Sources:
     """Raises UsageError unless the run reads a snapshot alone, or a repository and/or a
-    server."""
+    server (``url``, else ``--url``)."""
     repositories = _repositories(args)
     if args.snapshot and (repositories or args.url):
         raise UsageError("--snapshot judges a saved snapshot; give it alone")
@@ -405,7 +419,7 @@ def _sources(args: argparse.Namespace, settings: Settings) -> Sources:
         repository=repositories[0] if repositories else None,
         repositories=repositories,
         model_config_name=args.model_config_name or settings.model_config_name,
-        url=args.url,
+        url=url or args.url,
         metrics_url=args.metrics_url,
         window_s=args.window,
         timeout_s=args.timeout,

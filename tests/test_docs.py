@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from triton_doctor import docs
+from triton_doctor.catalogue import all_rules
 
 from tests.helpers import ROOT
 
@@ -37,3 +40,11 @@ def test_readme_shows_the_alerting_configurations_the_end_to_end_test_runs() -> 
                                                 "triton-doctor.tmpl"]
     for path in examples:
         assert f"\n{path.read_text()}```\n" in readme, f"README.md: paste {path} as it is"
+
+
+def test_each_rules_anchor_is_the_id_its_heading_gets_in_docs_rules_md() -> None:
+    """GitHub's and GitLab's heading ids: lowercase, punctuation but - dropped, spaces to -."""
+    headings = re.findall(r"^## (.+)$", (ROOT / "docs" / "rules.md").read_text(), re.MULTILINE)
+    slugs = [re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-") for heading in headings]
+    assert slugs == [rule.anchor for rule in all_rules()]
+    assert all(rule.section("Fix") for rule in all_rules())

@@ -28,6 +28,8 @@ FILL_HORIZON_S = 3600
 FILL_FIT_WINDOWS = 6
 #: Executions before the window that make an average to compare with (TD615's count).
 EARLIER_EXECUTIONS = 100
+#: Intervals without a check that ran to its end after which a check counts as hung.
+HUNG_CHECKS = 3
 #: A finding of this rule means a source did not answer; TritonDoctorSourceDown says so.
 SOURCE_RULE = "TD603"
 
@@ -195,7 +197,7 @@ def _exporter(covered: list[str], job: str, w: str) -> list[Alert]:
     return [
         Alert(
             "TritonDoctorFinding", "exporter",
-            f'triton_doctor_finding{{rule!~"{"|".join(covered)}"}} == 1',
+            f'triton_doctor_finding{{rule!~"{"|".join(covered)}",severity!="info"}} == 1',
             "5m", f"{{{{ $labels.rule }}}} {{{{ $labels.name }}}} on {instance}",
             f"{_FINDING_TITLE}: {{{{ $labels.rule }}}} fires on {instance} for model "
             '"{{ $labels.model }}" version "{{ $labels.version }}" (empty: the server as a '
@@ -219,10 +221,13 @@ def _exporter(covered: list[str], job: str, w: str) -> list[Alert]:
             fix="Check the exporter's process and its log, and that the scrape target is its "
             "--listen address."),
         Alert(
-            "TritonDoctorCheckFailing", "exporter", "triton_doctor_check_success == 0",
+            "TritonDoctorCheckFailing", "exporter",
+            "triton_doctor_check_success == 0\nor\n"
+            "time() - triton_doctor_last_success_timestamp_seconds\n"
+            f"  > {HUNG_CHECKS} * triton_doctor_check_interval_seconds",
             "10m", f"triton-doctor cannot check {instance}",
-            f"The latest check of {instance} did not run to its end: its findings are those of "
-            "the last check that did (triton_doctor_last_success_timestamp_seconds).",
+            f"The checks of {instance} do not run to their end (or hang): its findings are "
+            "those of the last check that did (triton_doctor_last_success_timestamp_seconds).",
             EXPORTER_RULE, "warning",
             fix="Read the exporter's log for the check's error."),
         Alert(

@@ -34,38 +34,48 @@ class Checker:
 
     def __init__(self, invocation: Invocation, base: Evidence, ledger: Ledger,
                  clock: Callable[[], float] = time.monotonic) -> None:
+        sources = invocation.sources
         self.invocation = invocation
-        self.instance = server_address(invocation.sources.url or "")
+        self.instance = server_address(sources.url or "")
         self._ledger = ledger
-        self._poller = LivePoller(invocation, base)
+        # A log file is followed from its end: what it held before the exporter started was
+        # judged (and alerted on) then, not again at every restart.
+        self._poller = LivePoller(invocation, base, log_from_end=True)
         self._clock = clock
         self._read_at = clock()
         self._base = base
-        self.required = ["server", "metrics", *(["log"] if invocation.sources.log else [])]
+        self._said = ""
+        #: The sources whose loss is an alert, as they are for `check`: those the user named.
+        self.required = ["server", *(["metrics"] if sources.metrics_url else []),
+                         *(["log"] if sources.log else [])]
         #: The latest check's findings in full (messages, values, fixes), for /findings.
         self.report: dict[str, Any] = {"instance": self.instance, "findings": []}
 
     def check(self) -> None:
-        """One check; never raises: a defect is recorded as a failed check and said."""
+        """One check; never raises: a defect is recorded as a failed check and said (once
+        while it repeats)."""
         started = self._clock()
+        problem = self._fresh_repository(started)
         try:
-            self._fresh_repository(started)
             evidence = self._poller.poll()
             result = self.invocation.judge(evidence)
-        except TargetError as error:
-            self._failed(started, str(error))
-            return
         except Exception as error:  # a long-running exporter outlives a defect in one check
-            self._failed(started, f"internal error ({type(error).__name__}: {error}); please "
-                         "report it")
+            self._said_once(f"internal error ({type(error).__name__}: {error}); please report "
+                            "it")
+            self._ledger.failed(self.instance, self._clock() - started, self.required)
             return
         duration = self._clock() - started
         ran, skipped = outcomes(result, self.invocation.rules)
-        self._ledger.record(judged(self.instance, evidence, result, duration, self.required),
+        self._ledger.record(judged(self.instance, evidence, result, duration, self.required,
+                                   whole=problem is None, log_counted=bool(
+                                       self.invocation.sources.log)),
                             time.time(), ran, skipped)
         self.report = {"instance": self.instance, "checked_at": time.time(),
                        "duration_s": round(duration, 3), "unreachable": evidence.unreachable,
                        "findings": [finding_dict(f) for f in result.findings]}
+        if problem:
+            self.report["failed"] = problem
+        self._said_once(problem or "")
 
     def run(self, stop: threading.Event, interval_s: float) -> None:
         """Check at once, then every ``interval_s`` from the start of the last check (at once
@@ -75,14 +85,21 @@ class Checker:
             self.check()
             stop.wait(max(0.0, interval_s - (self._clock() - started)))
 
-    def _fresh_repository(self, now: float) -> None:
+    def _fresh_repository(self, now: float) -> str | None:
+        """Read the repository again when it is due; why it could not be, if so (the last one
+        read is judged meanwhile, and the server checked all the same)."""
         if self._base.repository is None or now - self._read_at < REPOSITORY_EVERY_S:
-            return
-        self._base = reread_repository(self.invocation, self._base)
-        self._poller.repository = self._base.repository
+            return None
         self._read_at = now
+        try:
+            self._base = reread_repository(self.invocation, self._base)
+        except (TargetError, ValueError) as error:
+            return f"the repository could not be read again: {error}"
+        self._poller.repository = self._base.repository
+        return None
 
-    def _failed(self, started: float, why: str) -> None:
-        say(f"{self.instance}: the check failed: {why}")
-        self._ledger.failed(self.instance, self._clock() - started, self.required)
-        self.report = {**self.report, "failed": why}
+    def _said_once(self, why: str) -> None:
+        """``why`` on stderr when it is new; "" when the check is whole again."""
+        if why and why != self._said:
+            say(f"{self.instance}: the check failed: {why}")
+        self._said = why

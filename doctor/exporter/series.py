@@ -46,19 +46,21 @@ class Check:
 
 
 def judged(instance: str, evidence: Evidence, result: Result, duration_s: float,
-           required: Sequence[str]) -> Check:
-    """The Check of a check that ran to its end."""
+           required: Sequence[str], *, whole: bool = True, log_counted: bool = True) -> Check:
+    """The Check of a check that judged the Evidence; ``whole``: nothing failed on the way.
+    A log rule's lines are counted only from a log followed as it grows (``log_counted``): a
+    container's tail, read afresh, loses old lines, and its count would go down."""
     findings: set[tuple[str, ...]] = set()
     log_lines: Counter[tuple[str, ...]] = Counter()
     for f in result.findings:
         labels = (instance, f.rule, f.name, str(f.severity), f.model or "")
-        if RULES[f.rule].scope == "log":
-            log_lines[labels] += int(f.evidence.get("count", 1))
-        else:
+        if RULES[f.rule].scope != "log":
             findings.add((*labels, f.version or ""))
+        elif log_counted:
+            log_lines[labels] += int(f.evidence.get("count", 1))
     sources_up = {part: getattr(evidence, part) is not None for part in SOURCES}
     return Check(instance, frozenset(findings), dict(log_lines), sources_up,
-                 frozenset(required), duration_s, True)
+                 frozenset(required), duration_s, whole)
 
 
 def outcomes(result: Result, rules: Sequence[Rule]) -> tuple[list[str], list[str]]:
@@ -82,6 +84,8 @@ class Ledger:
     rules: Sequence[Rule]
     #: ``rule id -> the URL of its documentation``.
     docs: dict[str, str] = field(default_factory=dict)
+    #: Seconds between checks: a check older than a few of these has hung.
+    interval_s: float = 30.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _checks: dict[str, Check] = field(default_factory=dict)
     _last_success: dict[str, float] = field(default_factory=dict)
@@ -135,6 +139,10 @@ class Ledger:
         duration = GaugeMetricFamily(
             "triton_doctor_check_duration_seconds", "how long the latest check took",
             labels=["instance"])
+        interval = GaugeMetricFamily(
+            "triton_doctor_check_interval_seconds", "the time between checks (--interval): "
+            "no check that ran to its end for several of these is a hung check",
+            labels=["instance"])
         source_up = GaugeMetricFamily(
             "triton_doctor_source_up", "1 when the latest check read the source; required: "
             "the server, its metrics and a log given, which alerts watch", labels=[
@@ -142,10 +150,11 @@ class Ledger:
         for check in checks:
             success.add_metric([check.instance], int(check.ran_whole))
             duration.add_metric([check.instance], check.duration_s)
+            interval.add_metric([check.instance], self.interval_s)
             for source, up in check.sources_up.items():
                 source_up.add_metric([check.instance, source, str(source in check.required)
                                       .lower()], int(up))
-        yield from (success, duration, source_up)
+        yield from (success, duration, interval, source_up)
         last = GaugeMetricFamily(
             "triton_doctor_last_success_timestamp_seconds",
             "when the latest check that ran to its end finished (seconds since the epoch)",

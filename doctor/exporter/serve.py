@@ -8,7 +8,6 @@ import threading
 from collections.abc import Sequence
 
 from prometheus_client import CollectorRegistry, ProcessCollector
-from triton_doctor.checks.collect import server_address
 from triton_doctor.commands import EXIT_OK, say
 from triton_doctor.evidence import Evidence
 from triton_doctor.exporter.checker import Checker
@@ -18,20 +17,27 @@ from triton_doctor.invocation import Invocation
 from triton_doctor.registry import Rule
 
 
+class ListenError(ValueError):
+    """The address to serve on cannot be listened on (exit 2)."""
+
+
 def serve(invocation: Invocation, base: Evidence) -> int:
-    """Raises ValueError for a --url that names no server, OSError when the address cannot be
-    listened on: both before anything is served."""
+    """Raises ListenError, before anything is served, when the address cannot be listened
+    on."""
     rules = invocation.rules
     output = invocation.output
     listen = output.listen
     servers = invocation.per_server()
-    for one in servers:  # each names a server, or nothing is served
-        server_address(one.sources.url or "")
     registry = CollectorRegistry(auto_describe=False)
     checkers: list[Checker] = []
-    server = ExporterServer(listen, registry, lambda: [c.report for c in checkers], rules)
+    try:
+        server = ExporterServer(listen, registry, lambda: [c.report for c in checkers], rules)
+    except OSError as error:  # taken, or not an address of this machine
+        raise ListenError(f"cannot listen on {_shown(listen[0])}:{listen[1]}: "
+                          f"{error.strerror or error}") from None
     port = server.server_address[1]
-    ledger = Ledger(rules, _docs(rules, output.docs_url, _own_url(listen[0], port)))
+    ledger = Ledger(rules, _docs(rules, output.docs_url, _own_url(listen[0], port)),
+                    output.interval_s)
     registry.register(ledger)
     ProcessCollector(registry=registry)  # the exporter's own memory and CPU, to watch it
     checkers += [Checker(one, base, ledger) for one in servers]

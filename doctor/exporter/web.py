@@ -37,6 +37,8 @@ class ExporterServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: ExporterServer
     server_version = f"triton-doctor/{__version__}"
+    #: Seconds a connection may sit idle: each holds a thread.
+    timeout = 30
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path.rstrip("/") or "/"

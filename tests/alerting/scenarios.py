@@ -260,6 +260,8 @@ def _exporter() -> dict[str, Case]:
     def ones(metric: str, value: float, labels: dict[str, str]) -> Series:
         return Series(metric, labels, list(gauge(value)))
 
+    fresh = {**EXPORTER, "instance": "triton-2:8000"}
+    hung = {**EXPORTER, "instance": "triton-3:8000"}
     crash = {**EXPORTER, "rule": "TD811", "name": info["TD811"]["name"],
              "severity": info["TD811"]["severity"], "model": ""}
 
@@ -268,6 +270,7 @@ def _exporter() -> dict[str, Case]:
             [ones("triton_doctor_finding", 1, finding("TD612", "ranker")),
              ones("triton_doctor_finding", 1, finding("TD611", "ranker")),
              ones("triton_doctor_finding", 1, finding("TD603", "")),
+             ones("triton_doctor_finding", 1, {**finding("TD612", "scorer"), "severity": "info"}),
              *(ones("triton_doctor_rule_info", 1,
                     {"instance": "exporter:9780", "job": "triton-doctor", **labels})
                for labels in info.values())],
@@ -288,10 +291,18 @@ def _exporter() -> dict[str, Case]:
              ones("up", 0, TRITON)],
             [Firing({"instance": "exporter:9780", "job": "triton-doctor"}, 0.0)],
             onset=(0, 0)),
+        # One failing, one whose checks end every 30 s, one whose check hung at the start (its
+        # last success stays at 0 while time() runs past three intervals).
         "TritonDoctorCheckFailing": Case(
             [ones("triton_doctor_check_success", 0, EXPORTER),
-             ones("triton_doctor_check_success", 1, {**EXPORTER, "instance": "triton-2:8000"})],
-            [Firing(EXPORTER, 0.0)], onset=(0, 0)),
+             *(ones("triton_doctor_check_success", 1, labels) for labels in (fresh, hung)),
+             *(ones("triton_doctor_check_interval_seconds", 30, labels)
+               for labels in (fresh, hung)),
+             Series("triton_doctor_last_success_timestamp_seconds", fresh,
+                    gauge(lambda minute: minute * 60.0)),
+             ones("triton_doctor_last_success_timestamp_seconds", 0, hung)],
+            [Firing(EXPORTER, 0.0), Firing(hung, lambda minute: minute * 60.0)],
+            onset=(0, 2)),
         "TritonDoctorSourceDown": Case(
             [ones("triton_doctor_source_up", 0, {**EXPORTER, "source": "metrics",
                                                  "required": "true"}),

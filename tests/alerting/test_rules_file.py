@@ -124,7 +124,8 @@ def test_groups_window_hold_and_job(project: Path) -> None:
     rules = _rules(groups)
     assert [group["name"] for group in groups] == ["triton-doctor-exporter"]
     # Without the metrics group, every finding but a source's alerts through the exporter.
-    assert rules["TritonDoctorFinding"]["expr"] == 'triton_doctor_finding{rule!~"TD603"} == 1'
+    assert rules["TritonDoctorFinding"]["expr"] == (
+        'triton_doctor_finding{rule!~"TD603",severity!="info"} == 1')
     assert rules["TritonDoctorExporterDown"]["expr"] == 'up{job="tdoc"} == 0'
     assert "Thresholds" not in text
     _, groups = _alerts_file(project, "--groups", "metrics", "--rate-window", "2m",

@@ -69,14 +69,14 @@ def test_a_long_run_stays_flat_clears_what_clears_and_scrapes_fast(
         load.end()
         exporter.stop()
     assert baseline is not None, "the run was shorter than the warm-up"
-    grown_mib = (end_rss - baseline) / 2**20
+    grown_mb = (end_rss - baseline) / 1e6
     print(f"\nsoak: {duration:.0f} s, {checks:.0f} checks, {len(scrapes)} scrapes "
           f"(median {statistics.median(scrapes) * 1000:.1f} ms, slowest "
-          f"{max(scrapes) * 1000:.1f} ms), RSS {baseline / 2**20:.1f} MiB after "
-          f"{WARM_S:.0f} s, {end_rss / 2**20:.1f} MiB at the end ({grown_mib:+.2f} MiB), "
+          f"{max(scrapes) * 1000:.1f} ms), RSS {baseline / 1e6:.1f} MB after "
+          f"{WARM_S:.0f} s, {end_rss / 1e6:.1f} MB at the end ({grown_mb:+.2f} MB), "
           f"phases {seen}")
     assert all(served == failed for failed, served in seen[1:]), seen  # the first one warms
     assert sum(not failed for failed, _ in seen) >= 1 and sum(f for f, _ in seen) >= 2
-    assert grown_mib < 5, f"RSS grew {grown_mib:.2f} MiB"
+    assert grown_mb < 5, f"RSS grew {grown_mb:.2f} MB"
     assert max(scrapes) < 0.05, f"slowest scrape {max(scrapes) * 1000:.0f} ms"
     assert checks >= duration / 0.5 / 2, checks  # at least every other interval checked
