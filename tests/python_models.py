@@ -90,6 +90,14 @@ output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
 """
 MODELS = {"healthy_add": ADD_PY, "broken_init": BROKEN_PY}
+#: A Python model without batching, four FP32 in and out, on one CPU instance.
+UNBATCHED = CONFIG.replace("max_batch_size: 8", "max_batch_size: 0")
+#: An incident: ``slow`` takes 0.25 s a request on its one instance (eight clients swamp it:
+#: TD611); ``broken`` has a zero dimension, refused at load (TD212, TD601).
+INCIDENT = {
+    "slow": (UNBATCHED, SLOW_PY.replace("time.sleep(0.05)", "time.sleep(0.25)")),
+    "broken": (UNBATCHED.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput"), ECHO_PY),
+}
 
 
 def write_models(repository: Path, models: Mapping[str, tuple[str, str]]) -> Path:

@@ -28,22 +28,10 @@ from tests.monitoring_harness import (
     start_prometheus,
     wait_until,
 )
-from tests.python_models import ECHO_PY, SLOW_PY, Load, infer, wait_ready, write_models
+from tests.python_models import INCIDENT, Load, infer, wait_ready, write_models
 from tests.server_harness import TritonServer
 
 EXAMPLES = Path(__file__).parents[2] / "docs" / "alerting"
-IO = """backend: "python"
-max_batch_size: 0
-input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-instance_group [ { kind: KIND_CPU count: 1 } ]
-"""
-MODELS = {
-    "slow": (IO, SLOW_PY.replace("time.sleep(0.05)", "time.sleep(0.25)")),
-    "broken": (IO.replace("dims: [ 4 ] } ]\noutput", "dims: [ 0 ] } ]\noutput"), ECHO_PY),
-}
-
-
 @pytest.fixture(scope="module")
 def parts() -> None:
     for part in ("prometheus", "alertmanager"):
@@ -75,7 +63,7 @@ def _alertmanager_config(receiver: str) -> str:
 def pipeline(parts: None, triton_server: Callable[..., TritonServer],
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
     work = tmp_path_factory.mktemp("alerting")
-    server = triton_server(write_models(work / "models", MODELS), "--exit-on-error=false",
+    server = triton_server(write_models(work / "models", INCIDENT), "--exit-on-error=false",
                            wait_for="/v2/health/live")
     wait_ready(server.http_url, "slow")
     load = Load()

@@ -8,14 +8,14 @@ import socket
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
-
-from tests.helpers import ROOT
-from tests.monitoring_harness import series
 from triton_doctor.checks.collect import collect
 from triton_doctor.cli import build_parser
 from triton_doctor.exporter.checker import REPOSITORY_EVERY_S, Checker
 from triton_doctor.exporter.series import Ledger
 from triton_doctor.invocation import Invocation
+
+from tests.helpers import ROOT
+from tests.monitoring_harness import series
 
 
 class Clock:

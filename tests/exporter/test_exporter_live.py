@@ -16,20 +16,8 @@ from pathlib import Path
 import pytest
 
 from tests.monitoring_harness import Exporter, get, series, wait_until
-from tests.python_models import ECHO_PY, SLOW_PY, Load, infer, wait_ready, write_models
+from tests.python_models import ECHO_PY, INCIDENT, UNBATCHED, Load, infer, wait_ready, write_models
 from tests.server_harness import TritonServer
-
-IO = """
-input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-instance_group [ { kind: KIND_CPU count: 1 } ]
-"""
-PYTHON = 'backend: "python"\nmax_batch_size: 0\n'
-#: ``slow``: 0.25 s per request on one instance; ``broken``: a zero dimension, refused at load.
-MODELS = {
-    "slow": (PYTHON + IO, SLOW_PY.replace("time.sleep(0.05)", "time.sleep(0.25)")),
-    "broken": (PYTHON + IO.replace("[ 4 ] } ]\noutput", "[ 0 ] } ]\noutput"), ECHO_PY),
-}
 
 
 def _firing(exporter: Exporter) -> set[tuple[str, str]]:
@@ -48,7 +36,7 @@ def _value(exporter: Exporter, name: str, **labels: str) -> float | None:
 def incident(triton_server: Callable[..., TritonServer],
              tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TritonServer, Path]]:
     """A server with ``broken`` refused and eight clients on ``slow``."""
-    repository = write_models(tmp_path_factory.mktemp("exporter") / "models", MODELS)
+    repository = write_models(tmp_path_factory.mktemp("exporter") / "models", INCIDENT)
     server = triton_server(repository, "--exit-on-error=false", wait_for="/v2/health/live")
     wait_ready(server.http_url, "slow")
     load = Load()
@@ -90,7 +78,7 @@ def test_the_exporter_serves_what_fires_with_its_fix_one_link_away(
 
 def test_a_server_that_goes_away_is_marked_down_and_recovers_when_it_comes_back(
         triton_server: Callable[..., TritonServer], tmp_path: Path) -> None:
-    repository = write_models(tmp_path / "models", {"echo": (PYTHON + IO, ECHO_PY)})
+    repository = write_models(tmp_path / "models", {"echo": (UNBATCHED, ECHO_PY)})
     server = triton_server(repository)
     exporter = Exporter("--url", server.http_url, "--interval", "0.5", "--timeout", "1",
                         workdir=tmp_path)
@@ -164,7 +152,7 @@ def test_a_hung_server_is_asked_once_per_check_and_scrapes_do_not_wait_on_it(
 def test_servers_are_checked_apart_so_a_hung_one_does_not_hold_back_another(
         triton_server: Callable[..., TritonServer], tmp_path: Path,
         counted_silent_port: tuple[int, list[float]]) -> None:
-    repository = write_models(tmp_path / "models", {"echo": (PYTHON + IO, ECHO_PY)})
+    repository = write_models(tmp_path / "models", {"echo": (UNBATCHED, ECHO_PY)})
     server = triton_server(repository)
     hung = f"127.0.0.1:{counted_silent_port[0]}"
     exporter = Exporter("--url", server.http_url, "--url", hung, "--url", f"http://{hung}/",

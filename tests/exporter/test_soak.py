@@ -14,16 +14,18 @@ import psutil
 import pytest
 
 from tests.monitoring_harness import Exporter, get, series
-from tests.python_models import ECHO_PY, Load, failing_on_negative, infer, write_models
+from tests.python_models import (
+    ECHO_PY,
+    UNBATCHED,
+    Load,
+    failing_on_negative,
+    infer,
+    write_models,
+)
 from tests.server_harness import TritonServer
 
 pytestmark = pytest.mark.soak
 
-IO = """backend: "python"
-max_batch_size: 0
-input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]
-"""
 #: Seconds of failing requests, then as many of good ones, over and over.
 PHASE_S = 15.0
 #: Memory read as the baseline once the exporter has run this long (imports, first checks,
@@ -35,7 +37,8 @@ def test_a_long_run_stays_flat_clears_what_clears_and_scrapes_fast(
         triton_server: Callable[..., TritonServer], tmp_path: Path) -> None:
     duration = float(os.environ.get("TD_SOAK_SECONDS", "600"))
     repository = write_models(tmp_path / "models", {
-        "flaky": (IO, failing_on_negative("negative input")), "echo": (IO, ECHO_PY)})
+        "flaky": (UNBATCHED, failing_on_negative("negative input")),
+        "echo": (UNBATCHED, ECHO_PY)})
     server = triton_server(repository)
     failing = [True]
     load = Load()
