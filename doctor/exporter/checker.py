@@ -65,7 +65,7 @@ class Checker:
             self._ledger.failed(self.instance, self._clock() - started, self.required)
             return
         duration = self._clock() - started
-        ran, skipped = outcomes(result, self.invocation.rules)
+        ran, skipped = outcomes(result)
         self._ledger.record(judged(self.instance, evidence, result, duration, self.required,
                                    whole=problem is None, log_counted=bool(
                                        self.invocation.sources.log)),

@@ -33,7 +33,8 @@ LOG_LABELS = ("instance", "rule", "name", "severity", "model")
 @dataclass(frozen=True)
 class Check:
     """One server's latest check, as served: finding label values (one series each, however
-    many findings share them), the sources read, and when and how long."""
+    many findings share them), the log rules' line counts, the sources read, how long it took
+    and whether it ran to its end."""
 
     instance: str
     findings: frozenset[tuple[str, ...]]
@@ -63,15 +64,15 @@ def judged(instance: str, evidence: Evidence, result: Result, duration_s: float,
                  frozenset(required), duration_s, whole)
 
 
-def outcomes(result: Result, rules: Sequence[Rule]) -> tuple[list[str], list[str]]:
+def outcomes(result: Result) -> tuple[list[str], list[str]]:
     """The rules of ``result`` that judged something, and those skipped wholly (their input
     missing for the server, or for every model)."""
     skips = Counter(s.rule for s in result.skipped)
-    scope = {r.id: r.scope for r in rules}
     ran: list[str] = []
     skipped: list[str] = []
     for rule in result.applied:
-        whole = skips[rule] >= result.models if scope.get(rule) == "model" else skips[rule] > 0
+        per_model = RULES[rule].scope == "model"
+        whole = skips[rule] >= result.models if per_model else skips[rule] > 0
         (skipped if whole and skips[rule] else ran).append(rule)
     return ran, skipped
 
@@ -145,7 +146,7 @@ class Ledger:
             labels=["instance"])
         source_up = GaugeMetricFamily(
             "triton_doctor_source_up", "1 when the latest check read the source; required: "
-            "the server, its metrics and a log given, which alerts watch", labels=[
+            "the server and what was named (--metrics-url, --log), which alerts watch", labels=[
                 "instance", "source", "required"])
         for check in checks:
             success.add_metric([check.instance], int(check.ran_whole))

@@ -36,7 +36,7 @@ def _checked(ledger: Ledger, instance: str, *findings: Finding, at: float = 100.
     evidence.unavailable["server"] = "refused"
     result = Result(findings=list(findings), applied=["TD611", "TD613"])
     ledger.record(judged(instance, evidence, result, 0.25, ["server", "metrics"]), at,
-                  *outcomes(result, RULES))
+                  *outcomes(result))
 
 
 def test_a_finding_is_one_series_while_it_fires_and_none_once_cleared() -> None:
@@ -91,9 +91,9 @@ def test_a_failed_check_keeps_the_last_findings_but_not_its_success_time() -> No
 def test_rules_are_counted_as_run_or_skipped_per_check() -> None:
     result = Result(applied=["TD601", "TD611", "TD201"], models=2, skipped=[
         Skipped("TD611", None, "metrics: refused"), Skipped("TD201", "a", "no config")])
-    assert outcomes(result, RULES) == (["TD601", "TD201"], ["TD611"])
+    assert outcomes(result) == (["TD601", "TD201"], ["TD611"])
     result.skipped.append(Skipped("TD201", "b", "no config"))  # skipped for every model
-    assert outcomes(result, RULES) == (["TD601"], ["TD611", "TD201"])
+    assert outcomes(result) == (["TD601"], ["TD611", "TD201"])
 
 
 def test_rule_info_carries_each_rules_fix_and_docs_link() -> None:
