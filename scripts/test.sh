@@ -4,12 +4,16 @@
 # soak test of the exporter runs beside it (its figures are printed at the end).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v promtool >/dev/null || ! command -v prometheus-alertmanager >/dev/null; then
+missing=()
+command -v promtool >/dev/null || missing+=(prometheus)
+command -v prometheus-alertmanager >/dev/null || missing+=(prometheus-alertmanager)
+command -v curl >/dev/null || missing+=(curl)  # times the soak test's scrapes
+if [ ${#missing[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -eq 0 ] || sudo="sudo"
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
-        prometheus prometheus-alertmanager >/dev/null
+        "${missing[@]}" >/dev/null
 fi
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'

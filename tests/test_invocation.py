@@ -218,7 +218,7 @@ def test_watch_keeps_what_an_earlier_poll_revealed(tmp_path: Path,
     polls = iter([reached, Evidence(unavailable={"server": "connection refused"})])
 
     class Replayed:
-        def __init__(self, request: object) -> None:
+        def __init__(self, request: object, log_from_end: bool = False) -> None:
             self.url = "http://localhost:8000"
 
         def poll(self) -> Evidence:

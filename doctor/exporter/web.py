@@ -10,20 +10,26 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Callable, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from concurrent.futures import ThreadPoolExecutor
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from triton_doctor import __version__
+from triton_doctor.commands import say
 from triton_doctor.registry import Rule
 
 
-class ExporterServer(ThreadingHTTPServer):
-    """Serves in a thread per request; IPv6 when the host is an IPv6 address."""
+class ExporterServer(HTTPServer):
+    """Serves each connection on one of a few threads kept for the purpose: a new thread per
+    scrape, for days, spreads the allocator over more and more arenas (memory that grows
+    without a leak), and a flood of connections must not become a flood of threads. IPv6 when
+    the host is an IPv6 address."""
 
-    daemon_threads = True
+    #: Connections served at once; more wait their turn (a scrape takes milliseconds).
+    WORKERS = 4
 
     def __init__(self, address: tuple[str, int], registry: CollectorRegistry,
                  reports: Callable[[], list[dict[str, Any]]], rules: Sequence[Rule]) -> None:
@@ -31,14 +37,33 @@ class ExporterServer(ThreadingHTTPServer):
         self.registry = registry
         self.reports = reports
         self.rules = {rule.id: rule for rule in rules}
+        self._workers = ThreadPoolExecutor(self.WORKERS, thread_name_prefix="http")
         super().__init__(address, _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        self._workers.submit(self._serve, request, client_address)
+
+    def _serve(self, request: Any, client_address: Any) -> None:
+        try:
+            self.finish_request(request, client_address)
+        except OSError:  # the client went away mid-answer: nothing to tell anyone
+            pass
+        except Exception as error:  # a defect: the client's connection closes, the rest serves
+            say(f"answering {client_address[0]}: internal error ({type(error).__name__}: "
+                f"{error}); please report it")
+        finally:
+            self.shutdown_request(request)
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._workers.shutdown(wait=False, cancel_futures=True)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: ExporterServer
     server_version = f"triton-doctor/{__version__}"
-    #: Seconds a connection may sit idle: each holds a thread.
-    timeout = 30
+    #: Seconds a connection may sit idle: each holds one of the few threads.
+    timeout = 10
 
     def do_GET(self) -> None:
         path = urlsplit(self.path).path.rstrip("/") or "/"
