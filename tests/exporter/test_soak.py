@@ -1,6 +1,8 @@
 """The exporter over a long run (``TD_SOAK_SECONDS``, default 600) against a real tritonserver
 whose failures come and go: its memory stays flat, a cleared finding leaves no series, and
-every scrape is fast. Marked ``soak``: scripts/test.sh runs it beside the main suite."""
+every scrape is fast. Marked ``soak``: a suite of its own (``pytest -m soak -s``), run on a
+quiet machine: beside the main suite, which churns processes and /dev/shm files that the
+exporter's host collector reads, its memory and timings measure the neighbours."""
 
 from __future__ import annotations
 
