@@ -20,7 +20,9 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -231,26 +233,38 @@ def _fleet(replicas: Mapping[str, Replica], triton_server: Callable[..., TritonS
             kill(server)
 
 
-def _checked(replicas: Mapping[str, Replica], triton_server: Callable[..., TritonServer],
-             work: Path) -> CheckRun:
-    """Build the fleet, run the check on it once, and stop the fleet before returning, so that
-    the next fleet has the machine to itself."""
-    with _fleet(replicas, triton_server, work) as (prometheus, instances):
-        proc, seconds = run_check(prometheus.url)
-        held = _held(prometheus.url, list(instances.values()))
+def _check_run(url: str, prometheus: str, instances: dict[str, str]) -> CheckRun:
+    """The check asked at ``url``; what Prometheus (at ``prometheus``) held just after."""
+    proc, seconds = run_check(url)
+    held = _held(prometheus, list(instances.values()))
     return CheckRun(instances, proc.returncode, proc.stdout, proc.stderr, seconds, held)
 
 
 @pytest.fixture(scope="module")
 def skewed(prometheus_binary: None, triton_server: Callable[..., TritonServer],
            tmp_path_factory: pytest.TempPathFactory) -> CheckRun:
-    return _checked(SKEWED, triton_server, tmp_path_factory.mktemp("skewed-fleet"))
+    """The skewed trio, checked once; stopped before the fixture returns, so that the next
+    fleet has the machine to itself."""
+    with _fleet(SKEWED, triton_server, tmp_path_factory.mktemp("skewed-fleet")) as (
+            prometheus, instances):
+        return _check_run(prometheus.url, prometheus.url, instances)
 
 
 @pytest.fixture(scope="module")
 def healthy(prometheus_binary: None, triton_server: Callable[..., TritonServer],
-            tmp_path_factory: pytest.TempPathFactory) -> CheckRun:
-    return _checked(HEALTHY, triton_server, tmp_path_factory.mktemp("healthy-fleet"))
+            tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckRun]:
+    """The healthy trio checked directly (``direct``), and through a proxy that marks every
+    answer of its Prometheus partial, as Thanos or Mimir do when a store does not answer
+    (``partial``)."""
+    with _fleet(HEALTHY, triton_server, tmp_path_factory.mktemp("healthy-fleet")) as (
+            prometheus, instances):
+        direct = _check_run(prometheus.url, prometheus.url, instances)
+        proxy = _PartialProxy(prometheus.url)
+        try:
+            partial = _check_run(proxy.url, prometheus.url, instances)
+        finally:
+            proxy.stop()
+    return {"direct": direct, "partial": partial}
 
 
 def test_prometheus_holds_the_load_the_checks_judge(skewed: CheckRun) -> None:
@@ -296,12 +310,76 @@ def test_the_check_answers_at_once_with_the_exit_its_findings_say(skewed: CheckR
     assert TRACEBACK not in skewed.stderr
 
 
-def test_a_healthy_trio_has_no_fleet_finding(healthy: CheckRun) -> None:
-    requests = [figures["requests"] for figures in healthy.held.values()]
-    assert min(requests) >= 0.7 * RATE_PER_REPLICA * HELD_SAMPLES, healthy.describe()
-    assert healthy.fleet_findings() == [], healthy.describe()
-    assert healthy.returncode == 0, healthy.describe()
-    assert healthy.seconds < ANSWER_WITHIN_S, healthy.describe()
+def test_a_healthy_trio_has_no_fleet_finding(healthy: dict[str, CheckRun]) -> None:
+    run = healthy["direct"]
+    requests = [figures["requests"] for figures in run.held.values()]
+    assert min(requests) >= 0.7 * RATE_PER_REPLICA * HELD_SAMPLES, run.describe()
+    assert run.fleet_findings() == [], run.describe()
+    assert run.returncode == 0, run.describe()
+    assert run.seconds < ANSWER_WITHIN_S, run.describe()
+
+
+def test_partial_answers_are_a_finding_not_a_verdict(healthy: dict[str, CheckRun]) -> None:
+    """Every answer marked partial: TD907 quotes the engine's warning, and the healthy trio is
+    still judged healthy (no outlier or skew made up from the data that did come)."""
+    run = healthy["partial"]
+    assert TRACEBACK not in run.stderr, run.describe()
+    partial = [f for f in run.report["findings"] if f["rule"] == "TD907"]
+    assert partial, run.describe()
+    assert any(PARTIAL_WARNING in f["message"] for f in partial), run.describe()
+    assert {f["rule"] for f in run.fleet_findings()} == {"TD907"}, run.describe()
+    assert run.returncode == 0, run.describe()  # TD907 is a warning
+
+
+PARTIAL_WARNING = "store 10.0.0.7:10901 did not answer: partial response"
+
+
+class _PartialProxy(ThreadingHTTPServer):
+    """Forwards every request to a real Prometheus and adds a ``warnings`` entry to each
+    successful JSON answer, as Thanos's querier does when one of its stores is down."""
+
+    daemon_threads = True
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        super().__init__(("127.0.0.1", 0), _Forwarding)
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def stop(self) -> None:
+        self.shutdown()
+        self.server_close()
+
+
+class _Forwarding(BaseHTTPRequestHandler):
+    server: _PartialProxy
+
+    def do_GET(self) -> None:
+        length = int(self.headers.get("Content-Length", "0"))
+        request = urllib.request.Request(
+            self.server.upstream + self.path, data=self.rfile.read(length) if length else None,
+            headers={"Content-Type": self.headers.get("Content-Type",
+                                                      "application/x-www-form-urlencoded")},
+            method=self.command)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, body = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, body = error.code, error.read()
+        answer = json.loads(body)
+        if answer.get("status") == "success":
+            answer["warnings"] = [*answer.get("warnings", []), PARTIAL_WARNING]
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_POST = do_GET
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the test reads what the check made of the answers."""
 
 
 # A Prometheus that cannot answer.
