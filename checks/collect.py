@@ -13,14 +13,14 @@ from triton_doctor import snapshot
 from triton_doctor.checks.repository import TargetError, collect_repository
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import hide_credentials, metrics_endpoint
-from triton_doctor.evidence import Evidence, LogEvidence, RepositoryEvidence
+from triton_doctor.evidence import Evidence, FleetEvidence, LogEvidence, RepositoryEvidence
 
 if TYPE_CHECKING:
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
 
-__all__ = ["LivePoller", "TargetError", "collect", "hide_credentials", "reread_repository",
-           "server_address"]
+__all__ = ["LivePoller", "TargetError", "collect", "hide_credentials", "read_fleet",
+           "reread_repository", "server_address"]
 
 
 def server_address(url: str) -> str:
@@ -42,11 +42,13 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
         return evidence
     evidence = Evidence(repository=_repository(invocation))
     if (evidence.repository is not None and not evidence.repository.models
-            and not (sources.url or sources.log)):
+            and not (sources.url or sources.log or sources.fleet)):
         # Nothing to check: a report of no findings would pass for a clean repository.
         raise TargetError(f"{evidence.repository.path}: no model directory in it, so nothing "
                           "to check (a model repository holds one directory per model)")
-    if sources.url and live:
+    if sources.fleet and live:
+        evidence.fleet = read_fleet(sources, evidence)
+    elif sources.url and live:
         # Imported here: a check without --url must not pay for the HTTP and TLS modules.
         from triton_doctor.checks.live import collect_live
 
@@ -55,6 +57,25 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
         evidence.log = _log(sources)
     evidence.options = invocation.options_for(evidence)
     return evidence
+
+
+def read_fleet(sources: Sources, evidence: Evidence) -> FleetEvidence | None:
+    """The fleet as Prometheus holds it now; None, recorded in ``evidence`` as unreachable,
+    when the engine cannot be reached. Raises TargetError for a selector it refuses or that
+    matches nothing or too much (exit 2: there is nothing to judge)."""
+    from triton_doctor.checks.fleet import FleetRequest, SelectorRefused, collect_fleet
+
+    fleet = sources.fleet
+    assert fleet is not None
+    request = FleetRequest(fleet.url, fleet.selector, sources.window_s, sources.timeout_s,
+                           fleet.headers, fleet.ask_replicas, fleet.replica_url)
+    try:
+        return collect_fleet(request)
+    except SelectorRefused as error:
+        raise TargetError(str(error)) from None
+    except SourceUnavailable as error:
+        evidence.unavailable["fleet"] = evidence.unreachable["fleet"] = str(error)
+        return None
 
 
 def reread_repository(invocation: Invocation, evidence: Evidence) -> Evidence:

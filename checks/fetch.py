@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from http.client import BadStatusLine, IncompleteRead, RemoteDisconnected
 from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
@@ -292,3 +293,29 @@ def causes(error: BaseException) -> Iterator[BaseException]:
             if isinstance(item, BaseException) and id(item) not in seen:
                 seen.add(id(item))
                 queue.append(item)
+
+
+def failure_words(failure: Failure, timeout: float, max_bytes: int) -> str:
+    """Why a request got no answer, in words: the OSError or HTTPException under ``failure``;
+    ``timeout`` and ``max_bytes`` are the bounds it was given."""
+    if isinstance(failure, TooLarge):
+        return f"an answer over {max_bytes >> 20} MiB"
+    if isinstance(failure, TooSlow):
+        return f"the answer took over {timeout:g} s"
+    if isinstance(failure, TimedOut):
+        return f"no answer within {timeout:g} s"
+    error = failure.error if isinstance(failure, ClientError) else failure
+    for cause in causes(error):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return f"host name not found ({cause.strerror})"
+        if isinstance(cause, (RemoteDisconnected, ConnectionResetError)):
+            return "the connection closed without an answer"
+        if isinstance(cause, IncompleteRead):
+            return "the connection closed in the middle of the answer"
+        if isinstance(cause, BadStatusLine):
+            return "the answer is not HTTP"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed ({cause.reason or cause})"
+    return str(error)

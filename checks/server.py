@@ -16,25 +16,12 @@ retries, and one deadline for each whole request.
 from __future__ import annotations
 
 import json
-import socket
-import ssl
 import time
 from collections.abc import Mapping
-from http.client import BadStatusLine, IncompleteRead, RemoteDisconnected
 from typing import Any
 from urllib.parse import quote
 
-from triton_doctor.checks.fetch import (
-    REDIRECTS,
-    Answer,
-    ClientError,
-    Failure,
-    TimedOut,
-    TooLarge,
-    TooSlow,
-    causes,
-    fetch,
-)
+from triton_doctor.checks.fetch import REDIRECTS, Answer, Failure, failure_words, fetch
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import DEFAULT_PORTS, NOT_A_URL, hide_credentials, split_url
 from triton_doctor.evidence import (
@@ -93,38 +80,13 @@ class _Api:
             answer = fetch(self.url + path, method=method, timeout=self.timeout,
                            max_bytes=MAX_BODY_BYTES)
         except Failure as failure:
-            why = self._why(failure)
+            why = failure_words(failure, self.timeout, MAX_BODY_BYTES)
         else:
             self.answered = True
             return answer
         if not self.answered:
             raise SourceUnavailable(f"cannot reach tritonserver at {self.url}: {why}; {HINT}")
         raise _NoAnswer(why)
-
-    def _why(self, failure: Failure) -> str:
-        """The cause in words: the OSError or HTTPException under the failure."""
-        if isinstance(failure, TooLarge):
-            return f"an answer over {MAX_BODY_BYTES >> 20} MiB"
-        if isinstance(failure, TooSlow):
-            return f"the answer took over {self.timeout:g} s"
-        if isinstance(failure, TimedOut):
-            return f"no answer within {self.timeout:g} s"
-        error = failure.error if isinstance(failure, ClientError) else failure
-        for cause in causes(error):
-            if isinstance(cause, ConnectionRefusedError):
-                return "connection refused"
-            if isinstance(cause, socket.gaierror):
-                return f"host name not found ({cause.strerror})"
-            if isinstance(cause, (RemoteDisconnected, ConnectionResetError)):
-                return "the connection closed without an answer"
-            if isinstance(cause, IncompleteRead):
-                return "the connection closed in the middle of the answer"
-            if isinstance(cause, BadStatusLine):
-                return "the answer is not HTTP"
-            if isinstance(cause, ssl.SSLError):
-                return f"TLS failed ({cause.reason or cause})"
-        return str(error)
-
 
 def _excerpt(body: bytes) -> str:
     text = body.decode("utf-8", "replace")

@@ -17,9 +17,11 @@ from triton_doctor.flag_types import (
     alert_groups,
     count,
     duration,
+    http_header,
     listen_address,
     positive_duration,
     seconds,
+    window,
 )
 from triton_doctor.invocation import ALERT_GROUPS, DEFAULT_LISTEN, Invocation
 from triton_doctor.printable import printable
@@ -201,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     snapshot.add_argument("repository", nargs="?", help="path to the model repository")
     snapshot.add_argument("-o", "--output", required=True, metavar="FILE")
-    _add_live_options(snapshot, required=True)
+    _add_live_options(snapshot, required=False)
     # No flags for the target: the one saved with the Evidence comes from the settings file
     # found from the repository, or the server; `check --snapshot --triton-version` overrides it.
     snapshot.set_defaults(triton_version=None, gpu=None, gpus=None,
@@ -250,7 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     exporter.add_argument("repository", nargs="?",
                           help="the model repository the servers serve (adds the static rules)")
     exporter.add_argument(
-        "--url", action="append", required=True, metavar="URL",
+        "--url", action="append", metavar="URL",
         help="a running tritonserver's HTTP endpoint; repeat for several servers, each with "
         "its own instance label",
     )
@@ -359,8 +361,10 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool, url: bool
         help="its Prometheus endpoint (default: the --url host, port 8002, /metrics)",
     )
     parser.add_argument(
-        "--window", type=seconds(0, 3600), default=5.0, metavar="SECONDS",
-        help="time between the two samples rates are computed from, 0 to 3600 (default 5)",
+        "--window", type=window, default=None, metavar="SECONDS",
+        help="time between the two samples rates are computed from, 0 to 3600 seconds "
+        "(default 5); with --prometheus the range judged, ending now, as seconds or a "
+        "duration such as 15m, up to 7d (default 15m)",
     )
     parser.add_argument(
         "--timeout", type=seconds(0, 3600, low_excluded=True), default=5.0, metavar="SECONDS",
@@ -375,6 +379,34 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool, url: bool
     )
     parser.add_argument(
         "--container", metavar="NAME", help="the server's Docker container (default: found)"
+    )
+    fleet = parser.add_argument_group(
+        "fleets", "replicas judged through Prometheus (or Thanos Query, Mimir, VictoriaMetrics) "
+        "instead of one --url server")
+    fleet.add_argument(
+        "--prometheus", metavar="URL",
+        help="the engine's base URL (http://prometheus:9090; Mimir: with its /prometheus "
+        "prefix): each replica (instance label) judged from its series, and compared",
+    )
+    fleet.add_argument(
+        "--selector", default="", metavar="MATCHERS",
+        help='label matchers every query carries, e.g. \'{job="triton"}\' (default: none)',
+    )
+    fleet.add_argument(
+        "--prometheus-header", action="append", type=http_header, default=[],
+        metavar="NAME:VALUE",
+        help="a header sent with every query (Mimir's X-Scope-OrgID: TENANT, an "
+        "Authorization); repeat for several",
+    )
+    fleet.add_argument(
+        "--ask-replicas", action="store_true",
+        help="also read each replica's HTTP API (readiness, load errors, configs), 8 at a "
+        "time, to explain its series and compare configs",
+    )
+    fleet.add_argument(
+        "--replica-url", default="{scheme}://{host}:8000", metavar="TEMPLATE",
+        help="each replica's HTTP API for --ask-replicas, from its scrape address ({scheme}, "
+        "{host}, {port}) and its target labels ({pod}); default {scheme}://{host}:8000",
     )
 
 

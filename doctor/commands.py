@@ -177,9 +177,10 @@ def _written(report: str, path: str | None) -> int | None:
     return None
 
 
-def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int | list[str]]:
+def _judged(invocation: Invocation, evidence: Evidence,
+            ) -> dict[str, str | int | float | list[str]]:
     """What was judged, for the JSON report (``evidence``: the first repository's)."""
-    target: dict[str, str | int | list[str]] = {}
+    target: dict[str, str | int | float | list[str]] = {}
     if invocation.settings_source:
         target["settings"] = invocation.settings_source
     if len(invocation.sources.repositories) > 1:
@@ -192,6 +193,7 @@ def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int |
         target["server"] = hide_credentials(invocation.sources.url)
     elif evidence.server is not None:  # a snapshot's
         target["server"] = evidence.server.url
+    target.update(_fleet_judged(invocation, evidence))
     if evidence.log is not None:
         target["log"] = evidence.log.source
     if invocation.sources.snapshot:
@@ -199,6 +201,28 @@ def _judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int |
     if evidence.options.gpus is not None:
         target["gpus"] = evidence.options.gpus
     return target
+
+
+def _fleet_judged(invocation: Invocation, evidence: Evidence) -> dict[str, str | int | float]:
+    """The fleet judged, for the JSON report: where its series were read (the engine's URL,
+    the selector, the window), and how many replicas were found."""
+    fleet, asked = evidence.fleet, invocation.sources.fleet
+    if fleet is None and asked is None:
+        return {}
+    if fleet is None:
+        from triton_doctor.checks.collect import hide_credentials
+
+        assert asked is not None
+        return {"prometheus": hide_credentials(asked.url), **(
+            {"selector": asked.selector} if asked.selector else {}),
+            "window_s": invocation.sources.window_s}
+    found: dict[str, str | int | float] = {"prometheus": fleet.url}
+    if fleet.selector:
+        found["selector"] = fleet.selector
+    found["window_s"] = fleet.window_s
+    found["replicas"] = len({t.instance for t in fleet.targets}
+                            | {r.instance for r in fleet.replicas})
+    return found
 
 
 def snapshot(invocation: Invocation) -> int:
@@ -218,7 +242,7 @@ def snapshot(invocation: Invocation) -> int:
         say(f"cannot write {path}: {error.strerror or error}")
         return EXIT_USAGE
     parts = [part for part in ("repository", "server", "metrics", "gpu", "container", "host",
-                               "log") if getattr(evidence, part) is not None]
+                               "log", "fleet") if getattr(evidence, part) is not None]
     say(f"wrote {path} ({', '.join(parts)}; unavailable: "
         f"{', '.join(evidence.unavailable) or 'none'})")
     return _unreached([evidence], EXIT_OK)

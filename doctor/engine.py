@@ -10,8 +10,12 @@ from triton_doctor.findings import Finding, Hit, Location, Skipped
 from triton_doctor.registry import Rule
 from triton_doctor.settings import ModelWaiver
 from triton_doctor.suppress import waivers
+from triton_doctor.triton.fleet_model import FleetView
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
 from triton_doctor.triton.server_model import LiveView
+
+#: The Evidence part a rule's need is read from, where the need is a view of one.
+_PART_OF = {"server_state": "server"}
 
 
 @dataclass(frozen=True)
@@ -58,20 +62,25 @@ def run(
     """Judge the Evidence with ``rules``; ``waived`` are the settings file's waivers."""
     live = [r for r in rules if r.scope == "live"]
     log = [r for r in rules if r.scope == "log"]
-    static = [r for r in rules if r.scope not in ("live", "log")]
-    asked_live = evidence.server is not None or "server" in evidence.unavailable
+    fleet = [r for r in rules if r.scope == "fleet"]
+    static = [r for r in rules if r.scope not in ("live", "log", "fleet")]
+    asked_fleet = evidence.fleet is not None or "fleet" in evidence.unavailable
+    asked_live = evidence.server is not None or "server" in evidence.unavailable or asked_fleet
     asked_log = evidence.log is not None or "log" in evidence.unavailable
     applied = [*static * (evidence.repository is not None), *live * asked_live,
-               *log * asked_log]
+               *log * asked_log, *fleet * asked_fleet]
     result = Result(applied=[r.id for r in applied])
     repository = None
     if evidence.repository is not None:
         repository = RepositoryView(evidence.repository, evidence.options)
         _run_static(result, static, repository)
-    if asked_live or asked_log:
+    if asked_fleet:
+        _run_fleet(result, live, fleet, evidence, list(result.findings))
+    elif asked_live or asked_log:
         _run_live(result, live * asked_live + log * asked_log, LiveView(evidence),
                   list(result.findings))
-    result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.location.line or 0))
+    result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.instance or "",
+                                        f.location.line or 0))
     if evidence.repository is not None:  # which the fingerprints leave out of the messages
         root = evidence.repository.path
         result.findings = [replace(f, root=root) for f in result.findings]
@@ -89,14 +98,43 @@ def _run_live(
         parts = [part for part in candidate.needs if part != "static_findings"]
         missing = [part for part in parts if getattr(view, part) is None]
         if missing:
+            unavailable = view.evidence.unavailable
             why = "; ".join(
-                f"{part}: {view.evidence.unavailable.get(part, 'not collected')}"
+                f"{part}: {unavailable.get(part) or unavailable.get(_PART_OF.get(part, part))}"
+                if part in unavailable or _PART_OF.get(part, part) in unavailable
+                else f"{part}: not collected"
                 for part in missing
             )
             result.skipped.append(Skipped(candidate.id, None, why))
             continue
         inputs = (static,) if "static_findings" in candidate.needs else ()
         _judge(result, candidate, None, view, *inputs)
+
+
+def _run_fleet(result: Result, live: Sequence[Rule], fleet: Sequence[Rule], evidence: Evidence,
+               static: list[Finding]) -> None:
+    """The fleet rules once, and the live rules on each replica, their findings naming it. A
+    rule skipped for the same reason on every replica is said once; the live rules that need
+    no part (TD603: Prometheus out of reach) judge the run itself."""
+    for candidate in live:
+        if not candidate.needs:
+            _judge(result, candidate, None, LiveView(evidence))
+    if evidence.fleet is None:
+        why = f"fleet: {evidence.unavailable.get('fleet', 'not collected')}"
+        result.skipped += [Skipped(candidate.id, None, why) for candidate in fleet]
+        return
+    view = FleetView(evidence.fleet, evidence.options)
+    for candidate in fleet:
+        _judge(result, candidate, None, view)
+    per_replica = [candidate for candidate in live if candidate.needs]
+    skipped: dict[tuple[str, str | None, str], Skipped] = {}
+    for replica in evidence.fleet.replicas:
+        judged = Result()
+        _run_live(judged, per_replica, LiveView(view.replica_evidence(replica)), static)
+        result.findings += [replace(f, instance=replica.instance) for f in judged.findings]
+        for skip in judged.skipped:
+            skipped.setdefault((skip.rule, skip.model, skip.reason), skip)
+    result.skipped += skipped.values()
 
 
 def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView) -> None:
@@ -175,5 +213,6 @@ def _collect(result: Result, rule: Rule, model: ModelView | None, hits: Iterable
                 triton_message=hit.triton_message,
                 fix=hit.fix,
                 evidence=dict(hit.evidence),
+                instance=hit.instance,
             )
         )

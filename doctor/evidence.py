@@ -370,6 +370,9 @@ class ServerEvidence:
     samples: list[ServerSample] = field(default_factory=list)
     #: Endpoints that failed while the rest answered: endpoint -> why.
     errors: dict[str, str] = field(default_factory=dict)
+    #: A replica judged from Prometheus's series alone: ``samples`` hold its counters, and its
+    #: state (live, ready, models, errors) was not read from its API.
+    from_metrics: bool = False
 
 
 @dataclass
@@ -550,6 +553,68 @@ class LogEvidence:
 
 
 @dataclass
+class FleetTarget:
+    """A replica as Prometheus knows it: its ``instance`` label and how its scrapes go."""
+
+    instance: str
+    job: str = ""
+    #: The latest ``up`` sample: 1 scraped, 0 the scrape failed; None when the replica has no
+    #: ``up`` now but had one in the window (it stopped reporting, or was removed).
+    up: float | None = None
+    #: From the targets API where the engine has one (Prometheus; not Thanos Query or Mimir):
+    #: "up", "down" or "unknown"; "" when not listed there.
+    health: str = ""
+    last_error: str = ""
+    #: When it was last scraped (RFC 3339), from the targets API.
+    last_scrape: str = ""
+    scrape_url: str = ""
+    #: The target's labels (``--replica-url`` fills its template from them).
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class FleetReplica:
+    """One replica's series over the window, in the shapes its own endpoints give, so that the
+    live rules judge it as they judge one server."""
+
+    instance: str
+    #: Its counters at the window's start and end as two statistics samples (end = start +
+    #: ``increase()``, so a restart within the window is not a negative rate); with
+    #: ``--ask-replicas``, its state from its own API too.
+    server: ServerEvidence
+    #: Two synthetic scrapes, at the window's start and end: the pending-request gauge,
+    #: failures by reason, latency summaries.
+    metrics: MetricsEvidence
+    #: Its GPUs from ``nv_gpu_*`` (None: the server exports none, a CPU-only replica).
+    gpu: GpuEvidence | None = None
+    #: Model -> the versions it serves now (those with series at the window's end).
+    versions: dict[str, list[str]] = field(default_factory=dict)
+    #: GPU uuid -> growth of memory used over the window, bytes per second (``deriv``).
+    gpu_memory_slope: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class FleetEvidence:
+    """Replicas of tritonserver as a Prometheus (or Thanos, Mimir) holds their series."""
+
+    #: The Prometheus URL, without credentials.
+    url: str
+    #: The label matchers every query carries (``job="triton"``); "" for none.
+    selector: str = ""
+    window_s: float = 900.0
+    #: The evaluation time of every query (seconds since the epoch).
+    at: float = 0.0
+    targets: list[FleetTarget] = field(default_factory=list)
+    replicas: list[FleetReplica] = field(default_factory=list)
+    #: Queries that failed while the rest answered: what they read -> why.
+    errors: dict[str, str] = field(default_factory=dict)
+    #: Warnings the engine attached to its answers (a partial response of Thanos or Mimir).
+    warnings: list[str] = field(default_factory=list)
+    #: ``--ask-replicas``: each replica's own API was read (its state, models and configs).
+    asked_replicas: bool = False
+
+
+@dataclass
 class Evidence:
     repository: RepositoryEvidence | None = None
     options: CheckOptions = field(default_factory=CheckOptions)
@@ -559,6 +624,7 @@ class Evidence:
     container: ContainerEvidence | None = None
     host: HostEvidence | None = None
     log: LogEvidence | None = None
+    fleet: FleetEvidence | None = None
     #: Parts that were asked for but could not be collected: part name -> why.
     unavailable: dict[str, str] = field(default_factory=dict)
     #: Of those, the sources the user named (the server, a --metrics-url, a --log beside a

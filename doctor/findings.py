@@ -47,6 +47,8 @@ class Hit:
     model: str | None = None
     #: Overrides the rule's default severity (e.g. a layout quirk that becomes fatal).
     severity: Severity | None = None
+    #: The replica (its Prometheus ``instance`` label), for fleet rules.
+    instance: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,8 @@ class Finding:
     triton_message: str | None
     fix: str | None
     evidence: dict[str, Any]
+    #: The replica the finding is about (its ``instance`` label), in a fleet run.
+    instance: str | None = None
     #: The repository path as the run spelt it (``repo``, ``../x/repo``, ``/abs/repo``), which
     #: the fingerprint leaves out of the message.
     root: str | None = default(default=None, compare=False, repr=False)
@@ -91,8 +95,9 @@ class Finding:
     def identity(self, message: str, *about: str) -> str:
         """What makes two findings the same problem: the rule, where it is (model, version,
         config field), ``about`` (what else tells them apart) and ``message`` as given."""
+        replica = (self.instance,) if self.instance else ()
         return "\x1f".join([self.rule, self.model or "", self.version or "",
-                             self.location.field or "", *about, message])
+                             self.location.field or "", *replica, *about, message])
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,36 @@ def positive_duration(text: str) -> str:
                                      f"{text!r}")
 
 
+#: The longest --window: Prometheus keeps 15 days by default; a week is the most one check reads.
+MAX_WINDOW_S = 7 * 86400
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def window(text: str) -> float:
+    """Seconds (``30``, ``2.5``) or a Prometheus duration (``15m``, ``1h30m``), 0 to a week;
+    the command decides what it allows (one server's window is at most an hour)."""
+    try:
+        value = float(text)
+    except ValueError:
+        parts = re.findall(r"(\d+)(ms|[smhdw])", text)
+        whole = "".join(number + unit for number, unit in parts) == text
+        value = float(sum(int(n) * _UNIT_S[u] for n, u in parts)) if parts and whole else math.nan
+    if not math.isfinite(value) or not 0 <= value <= MAX_WINDOW_S:
+        raise argparse.ArgumentTypeError(f"give seconds or a duration such as 30s or 15m, up to "
+                                         f"7d; not {text!r}")
+    return value
+
+
+def http_header(text: str) -> tuple[str, str]:
+    """``Name: value``: a header token, then its value (no line breaks)."""
+    name, colon, value = text.partition(":")
+    if not colon or not re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", name.strip()) or any(
+            c in value for c in "\r\n\0"):
+        raise argparse.ArgumentTypeError(f"give a header as NAME:VALUE, e.g. 'X-Scope-OrgID: "
+                                         f"tenant1'; not {text!r}")
+    return name.strip(), value.strip()
+
+
 def listen_address(text: str) -> tuple[str, int]:
     """``HOST:PORT``, ``:PORT`` (every address) or ``[::1]:PORT``; the port 0 to 65535 (0: any
     free port, said when it is chosen)."""

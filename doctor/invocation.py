@@ -63,6 +63,26 @@ class Sources:
     log: str | None = None
     container: str | None = None
     snapshot: str | None = None
+    #: ``--prometheus``: a fleet's replicas read from the engine's series instead of one server.
+    fleet: Fleet | None = None
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """``--prometheus``: where the fleet's series are, which of them, and how to reach each
+    replica's own API (``--ask-replicas``)."""
+
+    url: str
+    selector: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    ask_replicas: bool = False
+    replica_url: str = "{scheme}://{host}:8000"
+
+
+#: The window judged when --window is not given: two samples of one server, or a fleet's range.
+SERVER_WINDOW_S, FLEET_WINDOW_S = 5.0, 900.0
+#: The longest window between two samples of one server (the command waits it out).
+MAX_SERVER_WINDOW_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -220,9 +240,9 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
                          [*settings.ignore, *_split(args.ignore)])
     target = _target(args, settings)
     sources = _sources(args, settings)
-    if len(sources.repositories) > 1 and (args.url or args.tui):
-        raise UsageError("several repositories make one static report; --url and --tui take "
-                         "one")
+    if len(sources.repositories) > 1 and (args.url or args.prometheus or args.tui):
+        raise UsageError("several repositories make one static report; --url, --prometheus "
+                         "and --tui take one")
     if args.output_file and args.tui:
         raise UsageError("--output-file writes a report; --tui shows one")
     if args.quiet and args.format != "text":
@@ -266,9 +286,9 @@ def _writes_apart(report: str | None, baseline: str | None,
 
 def _watch(args: argparse.Namespace, settings: Settings) -> Invocation:
     rules = _settings_rules(settings)
-    if bool(args.url) == bool(args.snapshot):
-        raise UsageError("give --url URL of a running server, or --snapshot FILE to replay "
-                         "(not both)")
+    if (bool(args.url) + bool(args.snapshot) + bool(args.prometheus)) != 1:
+        raise UsageError("give --url URL of a running server, --prometheus URL of a fleet's "
+                         "Prometheus, or --snapshot FILE to replay (one of them)")
     if args.log == "-":
         raise UsageError("watch draws on the terminal, so its standard input cannot be the "
                          "log: give a file, or a pipe (--log <(kubectl logs -f POD))")
@@ -282,7 +302,10 @@ def _exporter(args: argparse.Namespace, settings: Settings) -> Invocation:
     """Several servers share the repository and the settings; what belongs to one server (its
     metrics URL, log, container) can be named only when there is one."""
     rules = _settings_rules(settings)
-    urls = _servers(args.url)
+    if bool(args.url) == bool(args.prometheus):
+        raise UsageError("give --url URL of each server, or --prometheus URL of a fleet's "
+                         "Prometheus (one or the other)")
+    urls = _servers(args.url or [])
     if len(urls) > 1:
         own = [flag for flag, value in (("--metrics-url", args.metrics_url), ("--log", args.log),
                                         ("--container", args.container)) if value]
@@ -292,7 +315,7 @@ def _exporter(args: argparse.Namespace, settings: Settings) -> Invocation:
     if args.log == "-":
         raise UsageError("the exporter runs for days: give the log as a file or a pipe, not "
                          "standard input")
-    sources = replace(_sources(args, settings, url=urls[0]), urls=urls)
+    sources = replace(_sources(args, settings, url=urls[0] if urls else None), urls=urls)
     output = Output(interval_s=args.interval, listen=args.listen, docs_url=args.docs_url)
     return Invocation("exporter", sources, _target(args, settings), output, tuple(rules),
                       tuple(settings.waivers), settings.source)
@@ -325,6 +348,9 @@ def _alerts(args: argparse.Namespace, settings: Settings) -> Invocation:
 
 def _snapshot(args: argparse.Namespace, settings: Settings) -> Invocation:
     """A snapshot judges nothing; its rules are those whose words its log scan records."""
+    if not (args.url or args.prometheus):
+        raise UsageError("give --url URL of a running server, or --prometheus URL of a fleet's "
+                         "Prometheus")
     target = _target(args, settings)
     return Invocation("snapshot", _sources(args, settings), target, Output(path=args.output),
                       rules=tuple(all_rules()), settings_source=settings.source)
@@ -411,22 +437,54 @@ def _sources(args: argparse.Namespace, settings: Settings, url: str | None = Non
         raise UsageError("--snapshot judges a saved snapshot; give it alone")
     if args.snapshot and args.log:
         raise UsageError("--snapshot judges a saved snapshot; give it alone")
-    if not (args.snapshot or repositories or args.url or (args.log and args.command == "check")):
+    fleet = _fleet(args, url or args.url)
+    if not (args.snapshot or repositories or args.url or url or fleet
+            or (args.log and args.command == "check")):
         raise UsageError("give a model repository, --url URL of a running server, "
+                         "--prometheus URL of a fleet's Prometheus, "
                          + ("--log FILE, " if args.command == "check" else "")
                          + "or --snapshot FILE")
+    if args.window is not None and args.window > MAX_SERVER_WINDOW_S and not fleet:
+        raise UsageError(f"--window {args.window:g}: one server is sampled twice, at most "
+                         f"{MAX_SERVER_WINDOW_S:g} s apart; longer ranges are read from "
+                         "Prometheus (--prometheus URL)")
+    default_window = FLEET_WINDOW_S if fleet else SERVER_WINDOW_S
     return Sources(
         repository=repositories[0] if repositories else None,
         repositories=repositories,
         model_config_name=args.model_config_name or settings.model_config_name,
         url=url or args.url,
         metrics_url=args.metrics_url,
-        window_s=args.window,
+        window_s=default_window if args.window is None else args.window,
         timeout_s=args.timeout,
         log=args.log,
         container=args.container,
         snapshot=args.snapshot,
+        fleet=fleet,
     )
+
+
+def _fleet(args: argparse.Namespace, url: str | None) -> Fleet | None:
+    """``--prometheus`` and its flags; UsageError for what names one server beside it, or a
+    fleet flag without it."""
+    prometheus = getattr(args, "prometheus", None)
+    if not prometheus:
+        named = [flag for flag, value in (
+            ("--selector", getattr(args, "selector", "")),
+            ("--ask-replicas", getattr(args, "ask_replicas", False)),
+            ("--prometheus-header", getattr(args, "prometheus_header", [])))
+            if value]
+        if named:
+            raise UsageError(f"{', '.join(named)} belong(s) to --prometheus URL")
+        return None
+    one_server = [flag for flag, value in (
+        ("--url", url), ("--metrics-url", args.metrics_url), ("--log", args.log),
+        ("--container", args.container), ("--snapshot", args.snapshot)) if value]
+    if one_server:
+        raise UsageError(f"--prometheus judges a fleet from its series; {', '.join(one_server)} "
+                         "name(s) one server: give one or the other")
+    return Fleet(prometheus, args.selector, tuple(args.prometheus_header), args.ask_replicas,
+                 args.replica_url)
 
 
 def _repositories(args: argparse.Namespace) -> tuple[str, ...]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from triton_doctor.findings import Hit, Severity
 
-RULE_ID = re.compile(r"^TD[1-8]\d\d$")
+RULE_ID = re.compile(r"^TD[1-9]\d\d$")
 RULE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
 
@@ -26,10 +26,12 @@ class Rule:
     title: str
     #: "model": called once per model with (model, repository); "repository": once with the
     #: repository; "live": once with the LiveView of a running server; "log": once with the
-    #: LiveView when a log was read (alone, or beside a server).
+    #: LiveView when a log was read (alone, or beside a server); "fleet": once with the FleetView
+    #: of replicas read through Prometheus.
     scope: str
     #: What the rule needs: "config" = a model's parsed (or auto-completed) configuration; for
-    #: live rules the Evidence parts ("server", "metrics", "gpu", "container", "host", "log"),
+    #: live rules the Evidence parts ("server", "metrics", "gpu", "container", "host", "log";
+    #: "server_state": the server as its own API describes it, not a replica's series alone),
     #: and "static_findings": the static rules' findings of the same run, which the engine
     #: passes after the view.
     needs: tuple[str, ...]

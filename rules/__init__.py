@@ -11,6 +11,7 @@ from triton_doctor.rules import (  # noqa: F401
     config_warmup,
     ensemble_steps,
     ensemble_structure,
+    fleet,
     layout,
     lfs_pointers,
     model_files,

@@ -15,6 +15,9 @@ FIXES = {
               "(default 8000).",
     "metrics": "Check that --metrics-url is the server's metrics port (default 8002) and that "
                "the server runs with --allow-metrics=true (the default).",
+    "fleet": "Check that --prometheus is the engine's base URL (Prometheus: port 9090; Mimir: "
+             "with its /prometheus prefix and an X-Scope-OrgID header, --prometheus-header) and "
+             "that this machine can reach it.",
     "log": "Check the log's path and that it can be read; `--log -` reads it from standard "
            "input.",
 }

@@ -21,7 +21,7 @@ from triton_doctor.triton.server_model import LiveView, ModelRates
 
 
 @rule("TD601", "model-not-ready", "error", "A model is not ready on the server", scope="live",
-      needs=("server", "static_findings"), relays_server=True)
+      needs=("server_state", "static_findings"), relays_server=True)
 def model_not_ready(view: LiveView, static_findings: Sequence[Finding]) -> Iterator[Hit]:
     """
     What it checks: every model in the server's repository index is READY. For each that is
@@ -86,7 +86,7 @@ def _not_loaded_on_purpose(model: ServerModel, server: ServerEvidence) -> bool:
 
 
 @rule("TD602", "server-answers-badly", "warning", "The server or its metrics answered with errors",
-      scope="live", needs=("server",))
+      scope="live", needs=("server_state",))
 def server_answers_badly(view: LiveView) -> Iterator[Hit]:
     """
     What it checks: the server is live and ready, each endpoint triton-doctor read answered

@@ -224,7 +224,8 @@ def test_the_terminal_ui_without_a_terminal_says_what_to_use(args: tuple[str, ..
 def test_watch_needs_one_source(args: tuple[str, ...]) -> None:
     proc = run_cli(*args)
     assert proc.returncode == 2
-    assert "give --url URL of a running server, or --snapshot FILE" in proc.stderr
+    assert ("give --url URL of a running server, --prometheus URL of a fleet's Prometheus, or "
+            "--snapshot FILE") in proc.stderr
 
 
 def test_watch_on_a_snapshot_that_is_not_one_is_a_usage_error(tmp_path: Path) -> None:

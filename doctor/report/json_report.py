@@ -14,7 +14,8 @@ REPORT_SCHEMA = "triton-doctor/report/v1"
 
 
 def finding_dict(finding: Finding) -> dict[str, Any]:
-    return {
+    """A finding as the schema's ``finding`` (``instance`` only for a fleet's replica)."""
+    found = {
         "rule": finding.rule,
         "name": finding.name,
         "severity": str(finding.severity),
@@ -32,6 +33,9 @@ def finding_dict(finding: Finding) -> dict[str, Any]:
         "evidence": finding.evidence,
         "fingerprint": finding.fingerprint,
     }
+    if finding.instance is not None:
+        found["instance"] = finding.instance
+    return found
 
 
 def summary(result: Result) -> dict[str, int]:

@@ -68,6 +68,14 @@ def _label(model: str) -> str:
     return f'"{shown}"' if shown[0].isspace() or shown[-1].isspace() else shown
 
 
+def _unnamed(finding: Finding) -> str:
+    """The heading of the findings about no model: the fleet's, the server's or the
+    repository's."""
+    if finding.rule.startswith("TD9") or finding.instance:
+        return "(fleet)"
+    return "(server)" if finding.rule[2] in "678" else "(repository)"
+
+
 def header(settings: str | None = None, gpus: int | None = None) -> list[str]:
     """``settings``: the settings file that applied, named first, since it can select, ignore
     and waive rules. ``gpus``: how many GPUs the judged server has, named since instance
@@ -91,13 +99,12 @@ def render(result: Result, colour: bool = False, repository: str | None = None,
     for model, group in groupby(shown, key=lambda f: f.model):
         findings = list(group)
         model_path = _model_path(model, findings, repository)
-        label = _label(model) if model else (
-            "(server)" if findings[0].rule[2] in "678" else "(repository)")
+        label = _label(model) if model else _unnamed(findings[0])
         out.append(style(label, "1") + (f"  {printable(model_path)}" if model_path else ""))
         for finding in findings:
             severity = f"{finding.severity!s:<8}"
             head = f"  {style(severity, COLOURS[finding.severity])}{finding.rule} {finding.name}"
-            where = _where(finding, model_path)
+            where = _where(finding, model_path) or printable(finding.instance or "")
             if where:
                 head += f"  {style(where, '2')}"
             out.append(head)

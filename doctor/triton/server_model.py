@@ -15,6 +15,7 @@ from triton_doctor.evidence import (
     Evidence,
     MetricsScrape,
     ModelStats,
+    ServerEvidence,
     ServerModel,
     ServerSample,
 )
@@ -48,6 +49,12 @@ THRESHOLDS: dict[str, float] = {
     # GPU memory used, and /dev/shm used, above these shares of the total.
     "gpu-memory": 0.9,
     "dev-shm": 0.9,
+    # Fleets: a replica this many times its peers' median is an outlier; a request rate this
+    # many times (or this fraction of) its peers' median is imbalance; GPU memory full within
+    # this many seconds at the window's rate.
+    "outlier-factor": 3.0,
+    "imbalance-factor": 2.0,
+    "gpu-full-within-s": 3600.0,
 }
 #: GPU memory used from this share of the total is an error (TD701 and its alert): the next
 #: allocation fails, whatever ``gpu-memory`` warns at.
@@ -154,6 +161,12 @@ class LiveView:
 
     def threshold(self, name: str) -> float:
         return self.options.thresholds.get(name, THRESHOLDS[name])
+
+    @property
+    def server_state(self) -> ServerEvidence | None:
+        """The server as its own API describes it (live, ready, models, errors); None for a
+        replica judged from Prometheus's series alone, whose state nobody asked."""
+        return None if self.server is None or self.server.from_metrics else self.server
 
     @cached_property
     def models(self) -> dict[str, ServerModel]:

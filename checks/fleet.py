@@ -1,0 +1,404 @@
+"""Collect a fleet of tritonservers from the series a Prometheus holds of them.
+
+A handful of aggregated queries, whatever the replica count, each evaluated at one moment over
+the window ending there (no waiting): per replica (the ``instance`` label) and model version,
+every counter's value when the window began and its ``increase()`` over it (which sees through
+restarts), the gauges at both ends, the GPUs, the versions served, and which replicas are up.
+Each replica's figures are laid out as its own endpoints give them (two statistics samples,
+two metrics scrapes, NVML-like GPUs), so that the live rules judge it as they judge one server.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from triton_doctor.checks.prometheus import PrometheusApi, QueryFailed, Vector
+from triton_doctor.checks.unavailable import SourceUnavailable
+from triton_doctor.evidence import (
+    FleetEvidence,
+    FleetReplica,
+    FleetTarget,
+    GpuDevice,
+    GpuEvidence,
+    MetricSample,
+    MetricsEvidence,
+    MetricsScrape,
+    ModelStats,
+    ServerEvidence,
+    ServerSample,
+)
+
+#: The counters of a model's statistics as Triton's metrics name them, and the ModelStats field
+#: each fills (durations are microseconds there, nanoseconds here).
+COUNTERS = {
+    "nv_inference_request_success": "success_count",
+    "nv_inference_request_failure": "fail_count",
+    "nv_inference_count": "inference_count",
+    "nv_inference_exec_count": "execution_count",
+    "nv_inference_request_duration_us": "success_ns",
+    "nv_inference_queue_duration_us": "queue_ns",
+    "nv_inference_compute_input_duration_us": "compute_input_ns",
+    "nv_inference_compute_infer_duration_us": "compute_infer_ns",
+    "nv_inference_compute_output_duration_us": "compute_output_ns",
+}
+FAILURES = "nv_inference_request_failure"
+PENDING = "nv_inference_pending_request_count"
+P99 = 'quantile="0.99"'
+SUMMARY = "nv_inference_request_summary_us"
+GPU_USED, GPU_TOTAL, GPU_UTILIZATION = ("nv_gpu_memory_used_bytes", "nv_gpu_memory_total_bytes",
+                                        "nv_gpu_utilization")
+#: The label naming which family a row of a joined query is (``label_replace`` adds it).
+FAMILY = "td_family"
+MODEL_LABELS = "instance, model, version"
+GPU_LABELS = "instance, gpu_uuid"
+#: The most series of one family a selector may match before anything is loaded: past it the
+#: answers run to hundreds of megabytes (a selector matching several clusters' every job).
+MAX_SERIES = 200_000
+#: Replicas' own APIs read at once with --ask-replicas.
+ASK_AT_ONCE = 8
+#: The most replicas whose API --ask-replicas reads.
+MAX_ASKED = 500
+
+
+class SelectorRefused(ValueError):
+    """The selector cannot be used: Prometheus does not parse it, or it matches too much."""
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    url: str
+    selector: str = ""
+    window_s: float = 900.0
+    timeout_s: float = 5.0
+    headers: tuple[tuple[str, str], ...] = ()
+    #: Read each replica's own HTTP API too, at the URL this template makes of its target.
+    ask_replicas: bool = False
+    replica_url: str = "{scheme}://{host}:8000"
+    #: Where ``at`` comes from (tests fix it).
+    clock: Callable[[], float] = field(default=time.time, compare=False)
+
+
+def matchers(selector: str) -> str:
+    """The label matchers inside ``{...}`` (the braces optional); SelectorRefused for what
+    cannot be a selector's inside (a metric name, unbalanced quotes or braces)."""
+    inner = selector.strip()
+    if inner.startswith("{") and inner.endswith("}"):
+        inner = inner[1:-1].strip()
+    unquoted = re.sub(r'"(?:[^"\\]|\\.)*"|`[^`]*`|\'(?:[^\'\\]|\\.)*\'', "", inner)
+    if re.search(r'[{}"\'`]', unquoted) or (unquoted.strip() and "=" not in unquoted):
+        raise SelectorRefused(f"--selector {selector!r} is not label matchers such as "
+                              '{job="triton"} or {job="triton",namespace=~"prod-.*"}')
+    return inner
+
+
+def collect_fleet(request: FleetRequest) -> FleetEvidence:
+    """The fleet as Prometheus holds it now. Raises SourceUnavailable when the engine cannot
+    be reached or answers nothing the API would, SelectorRefused for a selector it refuses or
+    one that matches too many series; a later query that fails is recorded in ``errors``."""
+    api = PrometheusApi(request.url, request.timeout_s, dict(request.headers))
+    inner = matchers(request.selector)
+    queries = _Queries(inner, f"{max(1, round(request.window_s))}s")
+    fleet = FleetEvidence(url=api.shown, selector=inner, window_s=request.window_s,
+                          at=round(request.clock(), 3))
+    _guard(api, queries, fleet.at)
+    asked = {
+        "up": queries.up(), "seen": queries.seen(), "increase": queries.increase(),
+        "start": queries.start(), "end": queries.end(), "slope": queries.slope(),
+    }
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="prometheus") as pool:
+        targets = pool.submit(api.targets)
+        answers = {name: pool.submit(_ask, api, expr, fleet.at) for name, expr in asked.items()}
+        vectors: dict[str, Vector] = {}
+        for name, future in answers.items():
+            outcome = future.result()
+            if isinstance(outcome, str):
+                fleet.errors[name] = outcome
+            else:
+                vectors[name] = outcome
+                fleet.warnings += [w for w in outcome.warnings if w not in fleet.warnings]
+        listed = targets.result()
+    empty = Vector()
+    fleet.targets = _targets(vectors.get("up", empty), vectors.get("seen", empty), listed)
+    fleet.replicas = _replicas(fleet, vectors)
+    if request.ask_replicas:
+        _ask_replicas(fleet, request)
+    return fleet
+
+
+def _guard(api: PrometheusApi, queries: _Queries, at: float) -> None:
+    """The first query: does the engine answer, take the selector, and match a number of
+    series that can be loaded?"""
+    try:
+        vector = api.query(queries.count(), at)
+    except QueryFailed as error:
+        if str(error).startswith("bad_data"):
+            raise SelectorRefused(f"Prometheus at {api.shown} refused the query for "
+                                  f"--selector {queries.selector!r}: {error}") from None
+        raise SourceUnavailable(f"Prometheus at {api.shown} answered, but not with data: "
+                                f"{error}") from None
+    count = int(max((value for _, value in vector.series), default=0))
+    if not count:
+        raise SelectorRefused(
+            f"Prometheus at {api.shown} holds no series of tritonserver for the selector "
+            f"{{{queries.selector}}} (neither nv_inference_count nor up): check --selector, "
+            "and that Prometheus scrapes the servers' metrics port (8002)")
+    if count > MAX_SERIES:
+        raise SelectorRefused(
+            f"the selector {{{queries.selector}}} matches {count:,} series of one Triton "
+            f"family at {api.shown} (the most loaded is {MAX_SERIES:,}): narrow it with "
+            'label matchers, e.g. --selector \'{job="triton",namespace="prod"}\'')
+
+
+def _ask(api: PrometheusApi, expr: str, at: float) -> Vector | str:
+    """The answer, or why there is none (SourceUnavailable cannot come after the guard)."""
+    try:
+        return api.query(expr, at)
+    except (QueryFailed, SourceUnavailable) as error:
+        return str(error)
+
+
+class _Queries:
+    """The PromQL of each read, for one selector and window."""
+
+    def __init__(self, selector: str, window: str) -> None:
+        self.selector = selector
+        self.window = window
+
+    def of(self, name: str, extra: str = "") -> str:
+        matched = ",".join(part for part in (self.selector, extra) if part)
+        return f"{name}{{{matched}}}"
+
+    def count(self) -> str:
+        return f"count({self.of('nv_inference_count')}) or count({self.of('up')})"
+
+    def up(self) -> str:
+        return self.of("up")
+
+    def seen(self) -> str:
+        return f"max by (instance, job) (max_over_time({self.of('up')}[{self.window}]))"
+
+    def increase(self) -> str:
+        return _joined(
+            (name, f"sum by ({_labels(name)}) (increase({self.of(name)}[{self.window}]))")
+            for name in COUNTERS)
+
+    def start(self) -> str:
+        rows = [(name, f"sum by ({_labels(name)}) ({self.of(name)} offset {self.window})")
+                for name in (*COUNTERS, PENDING)]
+        rows.append((GPU_USED, f"max by ({GPU_LABELS}) ({self.of(GPU_USED)} offset "
+                               f"{self.window})"))
+        return _joined(rows)
+
+    def end(self) -> str:
+        rows = [(PENDING, f"sum by ({MODEL_LABELS}) ({self.of(PENDING)})"),
+                ("loaded", f"count by ({MODEL_LABELS}) ({self.of('nv_inference_count')})"),
+                (SUMMARY, f"max by ({MODEL_LABELS}) ({self.of(SUMMARY, P99)})")]
+        rows += [(name, f"max by ({GPU_LABELS}) ({self.of(name)})")
+                 for name in (GPU_USED, GPU_TOTAL, GPU_UTILIZATION)]
+        return _joined(rows)
+
+    def slope(self) -> str:
+        return f"max by ({GPU_LABELS}) (deriv({self.of(GPU_USED)}[{self.window}]))"
+
+
+def _labels(name: str) -> str:
+    return f"{MODEL_LABELS}, reason" if name == FAILURES else MODEL_LABELS
+
+
+def _joined(rows: Iterable[tuple[str, str]]) -> str:
+    """One query answering several: each row's series labelled with its family."""
+    return " or ".join(f'label_replace({expr}, "{FAMILY}", "{name}", "", "")'
+                       for name, expr in rows)
+
+
+def _targets(up: Vector, seen: Vector, listed: list[dict[str, object]] | None,
+             ) -> list[FleetTarget]:
+    """Every replica that reported in the window: up now (1 or 0), or silent since."""
+    found: dict[str, FleetTarget] = {}
+    for labels, _ in seen.series:
+        instance = labels.get("instance", "")
+        found[instance] = FleetTarget(instance, job=labels.get("job", ""))
+    for labels, value in up.series:
+        instance = labels.get("instance", "")
+        target = found.setdefault(instance, FleetTarget(instance, job=labels.get("job", "")))
+        target.up = value
+        target.labels = {k: v for k, v in labels.items() if k != "__name__"}
+    for entry in listed or []:
+        labels = entry.get("labels")
+        if not isinstance(labels, dict) or labels.get("instance") not in found:
+            continue
+        target = found[str(labels["instance"])]
+        if target.job and labels.get("job") not in (None, target.job):
+            continue
+        target.health = str(entry.get("health") or "")
+        target.last_error = str(entry.get("lastError") or "")
+        target.last_scrape = str(entry.get("lastScrape") or "")
+        target.scrape_url = str(entry.get("scrapeUrl") or "")
+        target.labels = {str(k): str(v) for k, v in labels.items()}
+    return sorted(found.values(), key=lambda t: t.instance)
+
+
+_Rows = dict[str, dict[str, list[tuple[dict[str, str], float]]]]
+
+
+def _by_instance(vector: Vector | None) -> _Rows:
+    """instance -> family -> rows."""
+    rows: _Rows = {}
+    for labels, value in vector.series if vector else []:
+        family = labels.get(FAMILY, "")
+        rows.setdefault(labels.get("instance", ""), {}).setdefault(family, []).append(
+            (labels, value))
+    return rows
+
+
+def _replicas(fleet: FleetEvidence, vectors: dict[str, Vector]) -> list[FleetReplica]:
+    """A replica for each instance up now, or with series at the window's end."""
+    increase, start, end = (_by_instance(vectors.get(name))
+                            for name in ("increase", "start", "end"))
+    slope = _by_instance(vectors.get("slope"))
+    up = {t.instance for t in fleet.targets if t.up}
+    instances = sorted(up | set(end) | set(increase))
+    return [_replica(name, fleet, increase.get(name, {}), start.get(name, {}),
+                     end.get(name, {}), slope.get(name, {}).get("", []))
+            for name in instances if name]
+
+
+def _replica(instance: str, fleet: FleetEvidence,
+             increase: dict[str, list[tuple[dict[str, str], float]]],
+             start: dict[str, list[tuple[dict[str, str], float]]],
+             end: dict[str, list[tuple[dict[str, str], float]]],
+             slope: list[tuple[dict[str, str], float]]) -> FleetReplica:
+    began = fleet.at - fleet.window_s
+    before: dict[tuple[str, str], ModelStats] = {}
+    after: dict[tuple[str, str], ModelStats] = {}
+    failed_before: list[MetricSample] = []
+    failed_after: list[MetricSample] = []
+    for name, stat in COUNTERS.items():
+        scale = 1000 if name.endswith("_us") else 1
+        started = {(*_model_of(labels), labels.get("reason", "")): value
+                   for labels, value in start.get(name, [])}
+        for labels, grown in increase.get(name, []):
+            key = _model_of(labels)
+            first = started.get((*key, labels.get("reason", "")), 0.0)
+            for stats, value in ((before, first), (after, first + grown)):
+                model = stats.setdefault(key, ModelStats(*key))
+                setattr(model, stat, getattr(model, stat) + round(value * scale))
+            if name == FAILURES:
+                failed_before.append(MetricSample(name, _plain(labels), first))
+                failed_after.append(MetricSample(name, _plain(labels), first + grown))
+    server = ServerEvidence(
+        url=instance, live=True, ready=True, from_metrics=True,
+        samples=[ServerSample(at=began, stats=list(before.values())),
+                 ServerSample(at=fleet.at, stats=list(after.values()))])
+    first_scrape = MetricsScrape(at=began, samples=[
+        *failed_before, *_gauges(start.get(PENDING, []), PENDING)])
+    last_scrape = MetricsScrape(at=fleet.at, samples=[
+        *failed_after, *_gauges(end.get(PENDING, []), PENDING),
+        *(MetricSample(SUMMARY, {**_plain(labels), "quantile": "0.99"}, value)
+          for labels, value in end.get(SUMMARY, []))])
+    versions: dict[str, list[str]] = {}
+    for labels, _ in end.get("loaded", []):
+        versions.setdefault(labels.get("model", ""), []).append(labels.get("version", ""))
+    return FleetReplica(
+        instance=instance, server=server,
+        metrics=MetricsEvidence(url=f"{fleet.url} (instance {instance})",
+                                scrapes=[first_scrape, last_scrape]),
+        gpu=_gpus(start, end),
+        versions={model: sorted(found, key=_version_order) for model, found in versions.items()},
+        gpu_memory_slope={labels.get("gpu_uuid", ""): value for labels, value in slope},
+    )
+
+
+def _model_of(labels: dict[str, str]) -> tuple[str, str]:
+    return labels.get("model", ""), labels.get("version", "")
+
+
+def _plain(labels: dict[str, str]) -> dict[str, str]:
+    """A row's labels as the server writes them (without Prometheus's and ours)."""
+    return {k: v for k, v in labels.items() if k in ("model", "version", "reason", "gpu_uuid")}
+
+
+def _gauges(rows: list[tuple[dict[str, str], float]], name: str) -> list[MetricSample]:
+    return [MetricSample(name, _plain(labels), value) for labels, value in rows]
+
+
+def _gpus(start: dict[str, list[tuple[dict[str, str], float]]],
+          end: dict[str, list[tuple[dict[str, str], float]]]) -> GpuEvidence | None:
+    """The replica's GPUs as NVML would give them; None without nv_gpu_* (CPU only)."""
+    totals = {labels.get("gpu_uuid", ""): value for labels, value in end.get(GPU_TOTAL, [])}
+    if not totals:
+        return None
+    used = {labels.get("gpu_uuid", ""): value for labels, value in end.get(GPU_USED, [])}
+    earlier = {labels.get("gpu_uuid", ""): value for labels, value in start.get(GPU_USED, [])}
+    busy = {labels.get("gpu_uuid", ""): value
+            for labels, value in end.get(GPU_UTILIZATION, [])}
+    devices = []
+    for index, uuid in enumerate(sorted(totals)):
+        devices.append(GpuDevice(
+            index=index, uuid=uuid, memory_total_bytes=int(totals[uuid]),
+            memory_used_bytes=int(used.get(uuid, 0)),
+            memory_used_earlier_bytes=int(earlier[uuid]) if uuid in earlier else None,
+            utilization_percent=round(busy[uuid] * 100) if uuid in busy else None))
+    return GpuEvidence(devices=devices)
+
+
+def _version_order(version: str) -> tuple[int, str]:
+    return (int(version), "") if version.isdigit() else (1 << 62, version)
+
+
+def _ask_replicas(fleet: FleetEvidence, request: FleetRequest) -> None:
+    """Each replica's own API (its state, models and configs), at the URL ``replica_url``
+    makes of its target, a few at a time; one that does not answer is recorded in
+    ``errors`` and judged from its series alone."""
+    from triton_doctor.checks.server import describe
+
+    fleet.asked_replicas = True
+    targets = {t.instance: t for t in fleet.targets}
+    replicas = fleet.replicas[:MAX_ASKED]
+    if len(fleet.replicas) > MAX_ASKED:
+        fleet.errors["replica APIs"] = (f"{len(fleet.replicas)} replicas: the APIs of the first "
+                                        f"{MAX_ASKED} were read")
+
+    def ask(replica: FleetReplica) -> None:
+        target = targets.get(replica.instance, FleetTarget(replica.instance))
+        try:
+            url = replica_url(request.replica_url, target)
+            found = describe(url, request.timeout_s)
+        except (SourceUnavailable, ValueError) as error:
+            fleet.errors[f"{replica.instance} API"] = str(error)
+            return
+        found.samples = replica.server.samples
+        replica.server = found
+
+    with ThreadPoolExecutor(max_workers=ASK_AT_ONCE, thread_name_prefix="replica") as pool:
+        list(pool.map(ask, replicas))
+
+
+#: The fields ``--replica-url`` may name: where Prometheus scrapes the replica, and its labels.
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def replica_url(template: str, target: FleetTarget) -> str:
+    """The replica's HTTP API address from ``template``: ``{scheme}``, ``{host}``, ``{port}``
+    (of its scrape address) and any of its target's labels (``{pod}``). ValueError naming
+    a field the target does not have."""
+    from urllib.parse import urlsplit
+
+    scrape = urlsplit(target.scrape_url or f"http://{target.instance}")
+    values = {**target.labels, "scheme": scrape.scheme or "http",
+              "host": scrape.hostname or target.instance.rsplit(":", 1)[0],
+              "port": str(scrape.port or "")}
+
+    def field(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise ValueError(f"--replica-url {template!r}: {target.instance} has no {name!r} "
+                             f"(it has scheme, host, port and the labels "
+                             f"{', '.join(sorted(target.labels)) or 'none'})")
+        return values[name]
+
+    return _FIELD.sub(field, template)

@@ -1,0 +1,120 @@
+"""Replicas compared with their peers, from the fleet part of the Evidence.
+
+Pure, like the rest of this package: each replica's rates come from the same arithmetic one
+server's do (``LiveView.rates``), and the comparisons are against the median of the *other*
+replicas serving the model, so that one sick replica among three cannot drag its own yardstick.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+
+from triton_doctor.evidence import CheckOptions, Evidence, FleetEvidence, FleetReplica
+from triton_doctor.triton.server_model import THRESHOLDS, LiveView, ModelRates
+
+#: What judges a replica's part in a model's traffic, by name: the figure and its unit.
+OUTLIER_FIGURES: dict[str, tuple[str, Callable[[ModelRates], float | None]]] = {
+    "latency": ("ms per request", lambda r: r.request_ns / r.requests / 1e6 if r.requests
+                else None),
+    "queue": ("ms queued per request", lambda r: r.queue_ms_per_request),
+    "failures": ("of requests failed", lambda r: r.failure_share),
+}
+#: Fewer peers than this and there is no telling which replica is the odd one.
+MIN_PEERS = 2
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """One replica's traffic to one model (its versions together) over the window."""
+
+    instance: str
+    rates: ModelRates
+
+    @property
+    def requests(self) -> int:
+        return self.rates.requests + self.rates.failures
+
+
+class FleetView:
+    """The fleet part of the Evidence, indexed for the fleet rules."""
+
+    def __init__(self, fleet: FleetEvidence, options: CheckOptions) -> None:
+        self.fleet = fleet
+        self.options = options
+
+    def threshold(self, name: str) -> float:
+        return self.options.thresholds.get(name, THRESHOLDS[name])
+
+    def replica_evidence(self, replica: FleetReplica) -> Evidence:
+        """One replica as the live rules read one server."""
+        evidence = Evidence(server=replica.server, metrics=replica.metrics, gpu=replica.gpu,
+                            options=self.options)
+        if replica.server.from_metrics:
+            evidence.unavailable["server_state"] = (
+                "judged from Prometheus's series alone; --ask-replicas reads each replica's "
+                "state from its API")
+        if replica.gpu is None:
+            evidence.unavailable["gpu"] = "the replica exports no nv_gpu_* series"
+        return evidence
+
+    @cached_property
+    def traffic(self) -> dict[str, list[Traffic]]:
+        """Model -> each replica's traffic to it, its versions merged, in replica order."""
+        found: dict[str, list[Traffic]] = {}
+        for replica in self.fleet.replicas:
+            per_model: dict[str, list[ModelRates]] = {}
+            for rates in LiveView(self.replica_evidence(replica)).rates:
+                per_model.setdefault(rates.model, []).append(rates)
+            for model, versions in per_model.items():
+                found.setdefault(model, []).append(Traffic(replica.instance, _merged(versions)))
+        return found
+
+    def busy(self, model: str) -> list[Traffic]:
+        """The replicas with at least ``min-requests`` requests to ``model`` in the window."""
+        least = self.threshold("min-requests")
+        return [t for t in self.traffic.get(model, []) if t.requests >= least]
+
+    def compared(self, model: str, figure: str) -> Iterator[tuple[Traffic, float, float, int]]:
+        """(traffic, its figure, its peers' median, peers) for each busy replica with enough
+        busy peers to compare against."""
+        read = OUTLIER_FIGURES[figure][1]
+        busy = [(t, read(t.rates)) for t in self.busy(model)]
+        measured = [(t, value) for t, value in busy if value is not None]
+        for traffic, value in measured:
+            peers = [v for t, v in measured if t is not traffic]
+            if len(peers) >= MIN_PEERS:
+                yield traffic, value, statistics.median(peers), len(peers)
+
+    @cached_property
+    def slow(self) -> frozenset[tuple[str, str]]:
+        """(instance, model) of the replicas far slower than their peers (latency or queue):
+        fewer requests reach a slow replica behind a load balancer that counts what is in
+        flight, so its low share of the traffic is not a balancing fault."""
+        factor = self.threshold("outlier-factor")
+        floor = self.threshold("queue-ms")
+        return frozenset(
+            (traffic.instance, model)
+            for model in self.traffic for figure in ("latency", "queue")
+            for traffic, value, median, _ in self.compared(model, figure)
+            if value >= factor * median and value - median >= floor)
+
+
+def _merged(versions: list[ModelRates]) -> ModelRates:
+    """One model's rates over all the versions a replica serves."""
+    if len(versions) == 1:
+        return versions[0]
+    batches: dict[int, int] = {}
+    for rates in versions:
+        for size, count in rates.batch_executions.items():
+            batches[size] = batches.get(size, 0) + count
+    return ModelRates(
+        model=versions[0].model, version="", window_s=versions[0].window_s,
+        requests=sum(r.requests for r in versions), failures=sum(r.failures for r in versions),
+        inferences=sum(r.inferences for r in versions),
+        executions=sum(r.executions for r in versions),
+        queue_ns=sum(r.queue_ns for r in versions),
+        request_ns=sum(r.request_ns for r in versions),
+        compute_ns=sum(r.compute_ns for r in versions), batch_executions=batches)
