@@ -211,8 +211,12 @@ def _fleet(replicas: Mapping[str, Replica], triton_server: Callable[..., TritonS
         for name, replica in replicas.items():  # started together, waited for together
             servers[name] = triton_server(_write_repository(work / name, replica),
                                           wait_for=None)
-        for server in servers.values():
-            wait_ready(server.http_url, MODEL)
+        for name, server in servers.items():
+            try:
+                wait_ready(server.http_url, MODEL)
+            except OSError as error:
+                raise RuntimeError(f"replica {name} not ready ({error}):\n"
+                                   f"{server.log_tail()}") from error
         instances = {name: server.metrics_url.split("/")[2] for name, server in servers.items()}
         load = PacedLoad([server.http_url for server in servers.values()], RATE_PER_REPLICA)
         # Started under load: every sample it holds is of the loaded fleet.
