@@ -138,10 +138,12 @@ def wait_for_window(url: str, fleets: list[Fleet], window_s: float, interval_s: 
     """Seconds until Prometheus holds a window of samples of every replica."""
     jobs = "|".join(fleet.job for fleet in fleets)
     total = sum(fleet.replicas for fleet in fleets)
-    needed = max(2, int(window_s / interval_s) - 1)
+    # Samples over the window and two scrapes more: the check reads each series at the
+    # window's start too, so the oldest sample must be older than the window.
+    needed = int(window_s / interval_s) + 2
     start = time.monotonic()
     while True:
-        rows = query(url, f'count_over_time(up{{job=~"{jobs}"}}[{window_s:g}s])')
+        rows = query(url, f'count_over_time(up{{job=~"{jobs}"}}[{window_s + 2 * interval_s:g}s])')
         held = sorted(float(row["value"][1]) for row in rows)
         if len(held) == total and held[0] >= needed:
             return time.monotonic() - start
