@@ -41,11 +41,21 @@ COUNTERS = {
     "nv_inference_exec_count": "execution_count",
     "nv_inference_request_duration_us": "success_ns",
     "nv_inference_queue_duration_us": "queue_ns",
-    "nv_inference_compute_input_duration_us": "compute_input_ns",
-    "nv_inference_compute_infer_duration_us": "compute_infer_ns",
-    "nv_inference_compute_output_duration_us": "compute_output_ns",
+    "compute": "compute_infer_ns",
 }
 FAILURES = "nv_inference_request_failure"
+#: The counters read in two queries of about the same size, which Prometheus evaluates at
+#: once on two cores.
+COUNTS = ("nv_inference_request_success", FAILURES, "nv_inference_count",
+          "nv_inference_exec_count")
+DURATIONS = ("nv_inference_request_duration_us", "nv_inference_queue_duration_us", "compute")
+#: The three compute durations, read as one sum (the rules read only their total: ModelStats'
+#: compute_infer_ns holds it, its input and output parts stay 0).
+COMPUTE = ("nv_inference_compute_input_duration_us", "nv_inference_compute_infer_duration_us",
+           "nv_inference_compute_output_duration_us")
+#: What the rules read of the window's start beyond the increase over it: compute time per
+#: execution before the window (TD615). The others start at 0: only their increase counts.
+STARTING = ("nv_inference_exec_count", "compute")
 PENDING = "nv_inference_pending_request_count"
 P99 = 'quantile="0.99"'
 SUMMARY = "nv_inference_request_summary_us"
@@ -62,6 +72,18 @@ MAX_SERIES = 200_000
 ASK_AT_ONCE = 8
 #: The most replicas whose API --ask-replicas reads.
 MAX_ASKED = 500
+
+
+#: What each query reads, in words, for a report of one that failed.
+READS = {
+    "up": "the replicas up now (up)",
+    "seen": "the replicas seen in the window (max_over_time(up))",
+    "counts": "request counts over the window (increase)",
+    "durations": "request durations over the window (increase)",
+    "start": "the counters at the window's start (offset)",
+    "end": "the gauges and versions at the window's end",
+    "slope": "GPU memory growth (deriv)",
+}
 
 
 class SelectorRefused(ValueError):
@@ -106,8 +128,9 @@ def collect_fleet(request: FleetRequest) -> FleetEvidence:
                           at=round(request.clock(), 3))
     _guard(api, queries, fleet.at)
     asked = {
-        "up": queries.up(), "seen": queries.seen(), "increase": queries.increase(),
-        "start": queries.start(), "end": queries.end(), "slope": queries.slope(),
+        "up": queries.up(), "seen": queries.seen(), "counts": queries.increase(COUNTS),
+        "durations": queries.increase(DURATIONS), "start": queries.start(),
+        "end": queries.end(), "slope": queries.slope(),
     }
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="prometheus") as pool:
         targets = pool.submit(api.targets)
@@ -116,7 +139,7 @@ def collect_fleet(request: FleetRequest) -> FleetEvidence:
         for name, future in answers.items():
             outcome = future.result()
             if isinstance(outcome, str):
-                fleet.errors[name] = outcome
+                fleet.errors[f"the query of {READS[name]}"] = outcome
             else:
                 vectors[name] = outcome
                 fleet.warnings += [w for w in outcome.warnings if w not in fleet.warnings]
@@ -181,20 +204,31 @@ class _Queries:
     def seen(self) -> str:
         return f"max by (instance, job) (max_over_time({self.of('up')}[{self.window}]))"
 
-    def increase(self) -> str:
+    def increase(self, names: tuple[str, ...]) -> str:
+        """Failures only where there were some, by reason (four series a model otherwise)."""
         return _joined(
-            (name, f"sum by ({_labels(name)}) (increase({self.of(name)}[{self.window}]))")
-            for name in COUNTERS)
+            (name, f"sum by ({MODEL_LABELS}, reason) "
+                   f"(increase({self.of(FAILURES)}[{self.window}])) > 0" if name == FAILURES
+             else self.summed(name, f"increase({{}}[{self.window}])"))
+            for name in names)
 
     def start(self) -> str:
-        rows = [(name, f"sum by ({_labels(name)}) ({self.of(name)} offset {self.window})")
-                for name in (*COUNTERS, PENDING)]
+        rows = [(name, self.summed(name, f"{{}} offset {self.window}")) for name in STARTING]
+        rows.append((PENDING, f"sum by ({MODEL_LABELS}) ({self.of(PENDING)} offset "
+                              f"{self.window}) > 0"))
         rows.append((GPU_USED, f"max by ({GPU_LABELS}) ({self.of(GPU_USED)} offset "
                                f"{self.window})"))
         return _joined(rows)
 
+    def summed(self, name: str, form: str) -> str:
+        """``form`` (``{}`` for the series) summed per model version; for "compute", the sum
+        of its three families."""
+        parts = COMPUTE if name == "compute" else (name,)
+        return " + ".join(f"sum by ({MODEL_LABELS}) ({form.format(self.of(part))})"
+                          for part in parts)
+
     def end(self) -> str:
-        rows = [(PENDING, f"sum by ({MODEL_LABELS}) ({self.of(PENDING)})"),
+        rows = [(PENDING, f"sum by ({MODEL_LABELS}) ({self.of(PENDING)}) > 0"),
                 ("loaded", f"count by ({MODEL_LABELS}) ({self.of('nv_inference_count')})"),
                 (SUMMARY, f"max by ({MODEL_LABELS}) ({self.of(SUMMARY, P99)})")]
         rows += [(name, f"max by ({GPU_LABELS}) ({self.of(name)})")
@@ -203,10 +237,6 @@ class _Queries:
 
     def slope(self) -> str:
         return f"max by ({GPU_LABELS}) (deriv({self.of(GPU_USED)}[{self.window}]))"
-
-
-def _labels(name: str) -> str:
-    return f"{MODEL_LABELS}, reason" if name == FAILURES else MODEL_LABELS
 
 
 def _joined(rows: Iterable[tuple[str, str]]) -> str:
@@ -257,8 +287,10 @@ def _by_instance(vector: Vector | None) -> _Rows:
 
 def _replicas(fleet: FleetEvidence, vectors: dict[str, Vector]) -> list[FleetReplica]:
     """A replica for each instance up now, or with series at the window's end."""
-    increase, start, end = (_by_instance(vectors.get(name))
-                            for name in ("increase", "start", "end"))
+    increase = _by_instance(vectors.get("counts"))
+    for instance, families in _by_instance(vectors.get("durations")).items():
+        increase.setdefault(instance, {}).update(families)
+    start, end = _by_instance(vectors.get("start")), _by_instance(vectors.get("end"))
     slope = _by_instance(vectors.get("slope"))
     up = {t.instance for t in fleet.targets if t.up}
     instances = sorted(up | set(end) | set(increase))
@@ -275,29 +307,25 @@ def _replica(instance: str, fleet: FleetEvidence,
     began = fleet.at - fleet.window_s
     before: dict[tuple[str, str], ModelStats] = {}
     after: dict[tuple[str, str], ModelStats] = {}
-    failed_before: list[MetricSample] = []
-    failed_after: list[MetricSample] = []
+    failed: list[MetricSample] = []
     for name, stat in COUNTERS.items():
-        scale = 1000 if name.endswith("_us") else 1
-        started = {(*_model_of(labels), labels.get("reason", "")): value
-                   for labels, value in start.get(name, [])}
+        scale = 1 if name in COUNTS else 1000
+        started = {_model_of(labels): value for labels, value in start.get(name, [])}
         for labels, grown in increase.get(name, []):
             key = _model_of(labels)
-            first = started.get((*key, labels.get("reason", "")), 0.0)
+            first = started.get(key, 0.0)
             for stats, value in ((before, first), (after, first + grown)):
                 model = stats.setdefault(key, ModelStats(*key))
                 setattr(model, stat, getattr(model, stat) + round(value * scale))
-            if name == FAILURES:
-                failed_before.append(MetricSample(name, _plain(labels), first))
-                failed_after.append(MetricSample(name, _plain(labels), first + grown))
+            if name == FAILURES:  # by reason, counted from 0 at the window's start
+                failed.append(MetricSample(name, _plain(labels), grown))
     server = ServerEvidence(
         url=instance, live=True, ready=True, from_metrics=True,
         samples=[ServerSample(at=began, stats=list(before.values())),
                  ServerSample(at=fleet.at, stats=list(after.values()))])
-    first_scrape = MetricsScrape(at=began, samples=[
-        *failed_before, *_gauges(start.get(PENDING, []), PENDING)])
+    first_scrape = MetricsScrape(at=began, samples=_gauges(start.get(PENDING, []), PENDING))
     last_scrape = MetricsScrape(at=fleet.at, samples=[
-        *failed_after, *_gauges(end.get(PENDING, []), PENDING),
+        *failed, *_gauges(end.get(PENDING, []), PENDING),
         *(MetricSample(SUMMARY, {**_plain(labels), "quantile": "0.99"}, value)
           for labels, value in end.get(SUMMARY, []))])
     versions: dict[str, list[str]] = {}

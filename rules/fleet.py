@@ -8,14 +8,13 @@ fleet, a GPU heading for full, replicas that stopped reporting, traffic spread u
 from __future__ import annotations
 
 import json
-import statistics
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
-from triton_doctor.triton.fleet_model import OUTLIER_FIGURES, FleetView
+from triton_doctor.triton.fleet_model import OUTLIER_FIGURES, FleetView, peer_medians
 
 #: GPU memory full sooner than this is an error: less time than it takes to roll a fix out.
 GPU_FULL_ERROR_S = 600.0
@@ -248,26 +247,23 @@ def load_imbalance(view: FleetView) -> Iterator[Hit]:
         serving = view.traffic[model]
         if len(serving) < 3 or sum(t.requests for t in serving) < least * len(serving):
             continue
-        for traffic in serving:
+        rates = [t.requests / t.rates.window_s for t in serving]
+        for traffic, rate, median in zip(serving, rates, peer_medians(rates), strict=True):
             if (traffic.instance, model) in view.slow:
                 continue
-            peers = [t.rates.requests_per_s + t.rates.failures / t.rates.window_s
-                     for t in serving if t is not traffic]
-            median = statistics.median(peers)
-            rate = traffic.rates.requests_per_s + traffic.rates.failures / traffic.rates.window_s
             if median <= 0 or median / factor < rate < median * factor:
                 continue
             more = rate >= median * factor
             yield Hit(
                 message=f"{model} on {traffic.instance}: {rate:.1f} requests/s against "
-                f"{median:.1f} on the median of its {len(peers)} peers ("
+                f"{median:.1f} on the median of its {len(serving) - 1} peers ("
                 + (f"{rate / median:.1f}x more)" if more else
                    f"{median / rate:.1f}x less)" if rate else "none at all)"),
                 fix="Check the load balancer's pool and policy for this replica (readiness, "
                 "endpoints, sticky or connection-level balancing).",
                 model=model, instance=traffic.instance,
                 evidence={"requests_per_s": round(rate, 3), "peers_median": round(median, 3),
-                          "peers": len(peers)},
+                          "peers": len(serving) - 1},
             )
 
 

@@ -7,7 +7,6 @@ replicas serving the model, so that one sick replica among three cannot drag its
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
@@ -83,10 +82,11 @@ class FleetView:
         read = OUTLIER_FIGURES[figure][1]
         busy = [(t, read(t.rates)) for t in self.busy(model)]
         measured = [(t, value) for t, value in busy if value is not None]
-        for traffic, value in measured:
-            peers = [v for t, v in measured if t is not traffic]
-            if len(peers) >= MIN_PEERS:
-                yield traffic, value, statistics.median(peers), len(peers)
+        if len(measured) <= MIN_PEERS:
+            return
+        medians = peer_medians([value for _, value in measured])
+        for (traffic, value), median in zip(measured, medians, strict=True):
+            yield traffic, value, median, len(measured) - 1
 
     @cached_property
     def slow(self) -> frozenset[tuple[str, str]]:
@@ -100,6 +100,25 @@ class FleetView:
             for model in self.traffic for figure in ("latency", "queue")
             for traffic, value, median, _ in self.compared(model, figure)
             if value >= factor * median and value - median >= floor)
+
+
+def peer_medians(values: list[float]) -> list[float]:
+    """For each value, the median of all the others: from one sort, so that a model served by
+    200 replicas costs 200 lookups, not 200 medians of 199."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    ranked = [values[i] for i in order]
+    count = len(ranked) - 1  # the peers of each
+
+    def peer(position: int, k: int) -> float:
+        """The k-th smallest of the ranked values without the one at ``position``."""
+        return ranked[k] if k < position else ranked[k + 1]
+
+    medians = [0.0] * len(values)
+    for position, index in enumerate(order):
+        middle = count // 2
+        medians[index] = (peer(position, middle) if count % 2 else
+                          (peer(position, middle - 1) + peer(position, middle)) / 2)
+    return medians
 
 
 def _merged(versions: list[ModelRates]) -> ModelRates:

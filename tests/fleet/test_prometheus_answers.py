@@ -191,17 +191,19 @@ def test_a_query_failing_later_and_warnings_are_partial_answers(
     """Kept apart from the figures and reported by TD907, not taken as zero traffic."""
     served = engine({
         COUNT: vector(({}, 3)),
-        "increase(": error("timeout", "query timed out in expression evaluation", 503),
+        "increase(nv_inference_queue_duration_us": error(
+            "timeout", "query timed out in expression evaluation", 503),
         "up{": vector((UP, 1), warnings=["store 10.0.0.3:10901 did not answer"]),
     })
     fleet = fleet_of(served.url)
-    assert fleet.errors == {"increase": "timeout: query timed out in expression evaluation"}
+    assert fleet.errors == {"the query of request durations over the window (increase)":
+                            "timeout: query timed out in expression evaluation"}
     assert fleet.warnings == ["store 10.0.0.3:10901 did not answer"]
     result = run(Evidence(fleet=fleet), [r for r in all_rules() if r.id == "TD907"])
     assert sorted(f.message for f in result.findings) == [
         f"Prometheus at {served.url} warns: store 10.0.0.3:10901 did not answer",
-        f"Prometheus at {served.url}: increase: timeout: query timed out in expression "
-        "evaluation"]
+        f"Prometheus at {served.url}: the query of request durations over the window "
+        "(increase): timeout: query timed out in expression evaluation"]
 
 
 def test_malformed_series_are_skipped_not_trusted(engine: Callable[..., Engine]) -> None:
