@@ -44,6 +44,9 @@ COUNTERS = {
     "compute": "compute_infer_ns",
 }
 FAILURES = "nv_inference_request_failure"
+#: The counters also laid out as metrics samples: failures by reason (TD613 names them), and
+#: requests, so that the replica's metrics hold its per-model families as its page does.
+SCRAPED = (FAILURES, "nv_inference_request_success")
 #: The counters read in two queries of about the same size, which Prometheus evaluates at
 #: once on two cores.
 COUNTS = ("nv_inference_request_success", FAILURES, "nv_inference_count",
@@ -307,7 +310,7 @@ def _replica(instance: str, fleet: FleetEvidence,
     began = fleet.at - fleet.window_s
     before: dict[tuple[str, str], ModelStats] = {}
     after: dict[tuple[str, str], ModelStats] = {}
-    failed: list[MetricSample] = []
+    counted: list[MetricSample] = []
     for name, stat in COUNTERS.items():
         scale = 1 if name in COUNTS else 1000
         started = {_model_of(labels): value for labels, value in start.get(name, [])}
@@ -317,15 +320,15 @@ def _replica(instance: str, fleet: FleetEvidence,
             for stats, value in ((before, first), (after, first + grown)):
                 model = stats.setdefault(key, ModelStats(*key))
                 setattr(model, stat, getattr(model, stat) + round(value * scale))
-            if name == FAILURES:  # by reason, counted from 0 at the window's start
-                failed.append(MetricSample(name, _plain(labels), grown))
+            if name in SCRAPED:  # as a scrape would show them, counted from 0 at the start
+                counted.append(MetricSample(name, _plain(labels), grown))
     server = ServerEvidence(
         url=instance, live=True, ready=True, from_metrics=True,
         samples=[ServerSample(at=began, stats=list(before.values())),
                  ServerSample(at=fleet.at, stats=list(after.values()))])
     first_scrape = MetricsScrape(at=began, samples=_gauges(start.get(PENDING, []), PENDING))
     last_scrape = MetricsScrape(at=fleet.at, samples=[
-        *failed, *_gauges(end.get(PENDING, []), PENDING),
+        *counted, *_gauges(end.get(PENDING, []), PENDING),
         *(MetricSample(SUMMARY, {**_plain(labels), "quantile": "0.99"}, value)
           for labels, value in end.get(SUMMARY, []))])
     versions: dict[str, list[str]] = {}

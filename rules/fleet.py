@@ -338,7 +338,8 @@ def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
     fleet = view.fleet
     for what, why in sorted(fleet.errors.items()):
         yield Hit(message=f"Prometheus at {fleet.url}: {what}: {why}",
-                  fix="Raise --timeout, or narrow --selector or --window.",
+                  fix="A query that timed out: raise --timeout. One the engine refused for its "
+                  "size (too many samples): narrow --selector or shorten --window.",
                   evidence={"query": what})
     for warning in fleet.warnings:
         yield Hit(message=f"Prometheus at {fleet.url} warns: {warning}",
