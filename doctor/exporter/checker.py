@@ -1,5 +1,6 @@
 """One server's checks, on the interval, in a thread of its own: a server that hangs delays
-only its own checks, each bounded by --timeout per request.
+only its own checks, each bounded by --timeout per request. A fleet (``--prometheus``) is one
+checker too: each check is one read of the engine, as ``check --prometheus`` makes it.
 
 Each check reads every source once (no retry: a dead server is asked again at the next
 interval, not in a storm) and is judged by the same rules as ``check`` and ``watch``.
@@ -15,12 +16,13 @@ from typing import Any
 from triton_doctor.checks.collect import (
     LivePoller,
     TargetError,
+    read_fleet,
     reread_repository,
     server_address,
 )
 from triton_doctor.commands import say
 from triton_doctor.evidence import Evidence
-from triton_doctor.exporter.series import Ledger, judged, outcomes
+from triton_doctor.exporter.series import FLEET_SOURCES, SOURCES, Ledger, judged, outcomes
 from triton_doctor.invocation import Invocation
 from triton_doctor.report.json_report import finding_dict
 
@@ -29,25 +31,55 @@ from triton_doctor.report.json_report import finding_dict
 REPOSITORY_EVERY_S = 60.0
 
 
+class FleetPoller:
+    """Reads of a fleet from its engine (``invocation.sources.fleet``), each one query per
+    figure over the window ending now, judged with the repository read before (``base``); an
+    engine out of reach is recorded in the Evidence (TD603). Raises TargetError for a selector
+    the engine refuses or that matches nothing."""
+
+    def __init__(self, invocation: Invocation, base: Evidence) -> None:
+        self._invocation = invocation
+        #: Judged with every poll; the exporter replaces it when it reads the repository again.
+        self.repository = base.repository
+        self._options = base.options
+
+    def poll(self) -> Evidence:
+        evidence = Evidence(repository=self.repository)
+        evidence.fleet = read_fleet(self._invocation.sources, evidence)
+        evidence.options = self._invocation.options_for(evidence, earlier=self._options)
+        self._options = evidence.options
+        return evidence
+
+
 class Checker:
-    """Checks one server (``invocation.sources.url``) and records each in the ledger."""
+    """Checks one server (``invocation.sources.url``), or a fleet through its engine
+    (``invocation.sources.fleet``: the engine's address is the instance), and records each in
+    the ledger."""
 
     def __init__(self, invocation: Invocation, base: Evidence, ledger: Ledger,
                  clock: Callable[[], float] = time.monotonic) -> None:
         sources = invocation.sources
         self.invocation = invocation
-        self.instance = server_address(sources.url or "")
         self._ledger = ledger
-        # A log file is followed from its end: what it held before the exporter started was
-        # judged (and alerted on) then, not again at every restart.
-        self._poller = LivePoller(invocation, base, log_from_end=True)
+        self._poller: LivePoller | FleetPoller
+        if sources.fleet:
+            self.instance = server_address(sources.fleet.url)
+            self._poller = FleetPoller(invocation, base)
+            self.sources = FLEET_SOURCES
+        else:
+            self.instance = server_address(sources.url or "")
+            # A log file is followed from its end: what it held before the exporter started
+            # was judged (and alerted on) then, not again at every restart.
+            self._poller = LivePoller(invocation, base, log_from_end=True)
+            self.sources = SOURCES
         self._clock = clock
         self._read_at = clock()
         self._base = base
         self._said = ""
         #: The sources whose loss is an alert, as they are for `check`: those the user named.
-        self.required = ["server", *(["metrics"] if sources.metrics_url else []),
-                         *(["log"] if sources.log else [])]
+        self.required = ["prometheus"] if sources.fleet else [
+            "server", *(["metrics"] if sources.metrics_url else []),
+            *(["log"] if sources.log else [])]
         #: The latest check's findings in full (messages, values, fixes), for /findings.
         self.report: dict[str, Any] = {"instance": self.instance, "findings": []}
 
@@ -59,23 +91,39 @@ class Checker:
         try:
             evidence = self._poller.poll()
             result = self.invocation.judge(evidence)
+        except TargetError as error:  # a fleet's selector refused or matching nothing (yet)
+            self._failed(started, str(error), answered=True)
+            return
         except Exception as error:  # a long-running exporter outlives a defect in one check
-            self._said_once(f"internal error ({type(error).__name__}: {error}); please report "
-                            "it")
-            self._ledger.failed(self.instance, self._clock() - started, self.required)
+            self._failed(started, f"internal error ({type(error).__name__}: {error}); please "
+                         "report it")
             return
         duration = self._clock() - started
         ran, skipped = outcomes(result)
+        unjudged = self.invocation.sources.fleet is not None and _replicas_unjudged(evidence)
         self._ledger.record(judged(self.instance, evidence, result, duration, self.required,
                                    whole=problem is None, log_counted=bool(
-                                       self.invocation.sources.log)),
-                            time.time(), ran, skipped)
+                                       self.invocation.sources.log), sources=self.sources),
+                            time.time(), ran, skipped, replicas_unjudged=unjudged)
+        found = [finding_dict(f) for f in result.findings]
+        if unjudged:
+            new = {(f["fingerprint"], f.get("instance")) for f in found}
+            found += [f for f in self.report["findings"] if "instance" in f
+                      and (f["fingerprint"], f["instance"]) not in new]
         self.report = {"instance": self.instance, "checked_at": time.time(),
                        "duration_s": round(duration, 3), "unreachable": evidence.unreachable,
-                       "findings": [finding_dict(f) for f in result.findings]}
+                       "findings": found}
         if problem:
             self.report["failed"] = problem
         self._said_once(problem or "")
+
+    def _failed(self, started: float, why: str, *, answered: bool = False) -> None:
+        """A check that judged nothing: said (once while it repeats), its last judgement kept
+        served, and ``why`` on /findings; ``answered``: the sources were read."""
+        self._said_once(why)
+        self._ledger.failed(self.instance, self._clock() - started, self.required,
+                            self.sources, answered=answered)
+        self.report = {**self.report, "failed": why}
 
     def run(self, stop: threading.Event, interval_s: float) -> None:
         """Check at once, then every ``interval_s`` from the start of the last check (at once
@@ -103,3 +151,12 @@ class Checker:
         if why and why != self._said:
             say(f"{self.instance}: the check failed: {why}")
         self._said = why
+
+
+def _replicas_unjudged(evidence: Evidence) -> bool:
+    """Whether the fleet's replicas went without a full judgement: the engine was out of reach,
+    or queries failed (a check in flight while the engine goes away, or one timing out). Their
+    findings are then kept, not cleared for want of an answer. A replica's own API failing
+    (--ask-replicas) is not this: it says nothing of the others' findings."""
+    fleet = evidence.fleet
+    return fleet is None or any(what.startswith("the query of ") for what in fleet.errors)

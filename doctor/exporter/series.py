@@ -7,22 +7,29 @@ accumulates: what is held is one check per server and a count per (server, rule)
 A log rule's finding is about lines already written, which never clear while the log holds
 them: it is served as a count of those lines (``triton_doctor_log_lines_total``), so that an
 alert fires on new ones, not on an old crash for as long as the log keeps it.
+
+A fleet (``--prometheus``) is one check of the engine: its series of the check itself are under
+the engine's address, and each finding about a replica under that replica's ``instance`` label,
+so that it lines up with the replica's own series in Prometheus; the rest (TD907, TD603, the
+repository's findings) are under the engine's address.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
 from triton_doctor.registry import RULES, Rule
 
-#: The Evidence parts whose availability is served, in this order.
-SOURCES = ("server", "metrics", "gpu", "container", "host", "log")
+#: The Evidence parts whose availability is served, in this order: ``source`` label -> part.
+SOURCES = {part: part for part in ("server", "metrics", "gpu", "container", "host", "log")}
+#: A fleet's one source: the engine its series are read from.
+FLEET_SOURCES = {"prometheus": "fleet"}
 #: The labels that name a finding; the same problem keeps the same series while it lasts (the
 #: message, whose values change every check, is in /findings, not in a label).
 FINDING_LABELS = ("instance", "rule", "name", "severity", "model", "version")
@@ -47,19 +54,22 @@ class Check:
 
 
 def judged(instance: str, evidence: Evidence, result: Result, duration_s: float,
-           required: Sequence[str], *, whole: bool = True, log_counted: bool = True) -> Check:
+           required: Sequence[str], *, whole: bool = True, log_counted: bool = True,
+           sources: Mapping[str, str] = SOURCES) -> Check:
     """The Check of a check that judged the Evidence; ``whole``: nothing failed on the way.
-    A log rule's lines are counted only from a log followed as it grows (``log_counted``): a
-    container's tail, read afresh, loses old lines, and its count would go down."""
+    A finding about one of a fleet's replicas is served under the replica's instance, the rest
+    under ``instance``. A log rule's lines are counted only from a log followed as it grows
+    (``log_counted``): a container's tail, read afresh, loses old lines, and its count would go
+    down. ``sources``: the ``source`` labels served, by the Evidence part each reports on."""
     findings: set[tuple[str, ...]] = set()
     log_lines: Counter[tuple[str, ...]] = Counter()
     for f in result.findings:
-        labels = (instance, f.rule, f.name, str(f.severity), f.model or "")
+        labels = (f.instance or instance, f.rule, f.name, str(f.severity), f.model or "")
         if RULES[f.rule].scope != "log":
             findings.add((*labels, f.version or ""))
         elif log_counted:
             log_lines[labels] += int(f.evidence.get("count", 1))
-    sources_up = {part: getattr(evidence, part) is not None for part in SOURCES}
+    sources_up = {source: getattr(evidence, part) is not None for source, part in sources.items()}
     return Check(instance, frozenset(findings), dict(log_lines), sources_up,
                  frozenset(required), duration_s, whole)
 
@@ -95,8 +105,15 @@ class Ledger:
     _checks_total: Counter[str] = field(default_factory=Counter)
 
     def record(self, check: Check, at: float, ran: Sequence[str] = (),
-               skipped: Sequence[str] = ()) -> None:
+               skipped: Sequence[str] = (), *, replicas_unjudged: bool = False) -> None:
+        """``replicas_unjudged``: a fleet's engine was out of reach or answered in part, so its
+        replicas were not judged in full: their last findings stay served (their alerts do not
+        resolve for want of an answer) beside the check's own (TD603, TD907)."""
         with self._lock:
+            before = self._checks.get(check.instance)
+            if replicas_unjudged and before is not None:
+                check = replace(check, findings=check.findings | {
+                    labels for labels in before.findings if labels[0] != check.instance})
             self._checks[check.instance] = check
             self._checks_total[check.instance] += 1
             if check.ran_whole:
@@ -104,15 +121,21 @@ class Ledger:
             self._runs.update((check.instance, rule) for rule in ran)
             self._skips.update((check.instance, rule) for rule in skipped)
 
-    def failed(self, instance: str, duration_s: float, required: Sequence[str]) -> None:
+    def failed(self, instance: str, duration_s: float, required: Sequence[str],
+               sources: Iterable[str] = SOURCES, *, answered: bool = False) -> None:
         """A check that did not run to its end: the last judgement stays served (its alerts do
-        not resolve for want of an answer), marked as not renewed."""
+        not resolve for want of an answer), marked as not renewed. ``sources`` are served as
+        read when they ``answered`` (what they said could not be judged: a fleet's selector
+        matching nothing), else as the last check read them, or as not read before any."""
         with self._lock:
             before = self._checks.get(instance)
+            if answered or before is None:
+                sources_up = dict.fromkeys(sources, answered)
+            else:
+                sources_up = before.sources_up
             self._checks[instance] = Check(
                 instance, before.findings if before else frozenset(),
-                before.log_lines if before else {},
-                before.sources_up if before else dict.fromkeys(SOURCES, False),
+                before.log_lines if before else {}, sources_up,
                 frozenset(required), duration_s, False)
             self._checks_total[instance] += 1
 
@@ -123,8 +146,8 @@ class Ledger:
             runs, skips = Counter(self._runs), Counter(self._skips)
             totals = Counter(self._checks_total)
         finding = GaugeMetricFamily(
-            "triton_doctor_finding", "1 while a rule's finding fires on the server (instance); "
-            "cleared findings have no series", labels=FINDING_LABELS)
+            "triton_doctor_finding", "1 while a rule's finding fires on the server or replica "
+            "(instance); cleared findings have no series", labels=FINDING_LABELS)
         for check in checks:
             for labels in sorted(check.findings):
                 finding.add_metric(labels, 1)
@@ -146,8 +169,8 @@ class Ledger:
             labels=["instance"])
         source_up = GaugeMetricFamily(
             "triton_doctor_source_up", "1 when the latest check read the source; required: "
-            "the server and what was named (--metrics-url, --log), which alerts watch", labels=[
-                "instance", "source", "required"])
+            "the server (or --prometheus) and what was named (--metrics-url, --log), which "
+            "alerts watch", labels=["instance", "source", "required"])
         for check in checks:
             success.add_metric([check.instance], int(check.ran_whole))
             duration.add_metric([check.instance], check.duration_s)

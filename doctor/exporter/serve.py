@@ -1,5 +1,5 @@
-"""``triton-doctor exporter``: check each server on the interval and serve what fires, until
-SIGINT or SIGTERM (exit 0)."""
+"""``triton-doctor exporter``: check each server (or the fleet, through its engine) on the
+interval and serve what fires, until SIGINT or SIGTERM (exit 0)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def serve(invocation: Invocation, base: Evidence) -> int:
     rules = invocation.rules
     output = invocation.output
     listen = output.listen
-    servers = invocation.per_server()
+    # A fleet is one check of its engine; servers are each checked on their own.
+    servers = [invocation] if invocation.sources.fleet else invocation.per_server()
     registry = CollectorRegistry(auto_describe=False)
     checkers: list[Checker] = []
     try:
@@ -53,8 +54,10 @@ def serve(invocation: Invocation, base: Evidence) -> int:
                                  name=c.instance, daemon=True) for c in checkers]
     for thread in threads:
         thread.start()
-    say(f"serving http://{_shown(listen[0])}:{port}/metrics for "
-        f"{', '.join(c.instance for c in checkers)} every {output.interval_s:g} s")
+    checked = (f"the fleet through {checkers[0].instance}" if invocation.sources.fleet
+               else ", ".join(c.instance for c in checkers))
+    say(f"serving http://{_shown(listen[0])}:{port}/metrics for {checked} every "
+        f"{output.interval_s:g} s")
     while not stop.wait(1.0):  # a timeout, so that signals are handled promptly
         pass
     server.shutdown()
