@@ -60,9 +60,13 @@ class Replica:
 
     source: str
     version: int = 1
+    config: str = UNBATCHED
 
 
-SKEWED = {"steady": Replica(NORMAL_PY), "slowed": Replica(SLOWED_PY),
+#: A parameter no backend reads: the slowed replica's copy of the repository drifted (TD906,
+#: seen only with --ask-replicas, which reads the configs the replicas run).
+DRIFTED = UNBATCHED + 'parameters { key: "rollout" value { string_value: "canary" } }\n'
+SKEWED = {"steady": Replica(NORMAL_PY), "slowed": Replica(SLOWED_PY, config=DRIFTED),
           "other-version": Replica(NORMAL_PY, version=2)}
 HEALTHY = {"a": Replica(NORMAL_PY), "b": Replica(NORMAL_PY), "c": Replica(NORMAL_PY)}
 
@@ -135,15 +139,19 @@ class PacedLoad:
 
 def _write_repository(root: Path, replica: Replica) -> Path:
     (root / MODEL / str(replica.version)).mkdir(parents=True)
-    (root / MODEL / "config.pbtxt").write_text(UNBATCHED)
+    (root / MODEL / "config.pbtxt").write_text(replica.config)
     (root / MODEL / str(replica.version) / "model.py").write_text(replica.source)
     return root
 
 
-def _prometheus_config(targets: list[str]) -> str:
+def _prometheus_config(targets: dict[str, str]) -> str:
+    """Each metrics address with its server's HTTP port as a target label (``http_port``), as
+    a service discovery would label a pod, for --replica-url."""
     return yaml.safe_dump({
         "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-        "scrape_configs": [{"job_name": "triton", "static_configs": [{"targets": targets}]}],
+        "scrape_configs": [{"job_name": "triton", "static_configs": [
+            {"targets": [target], "labels": {"http_port": port}}
+            for target, port in targets.items()]}],
     })
 
 
@@ -220,7 +228,8 @@ def _fleet(replicas: Mapping[str, Replica], triton_server: Callable[..., TritonS
         instances = {name: server.metrics_url.split("/")[2] for name, server in servers.items()}
         load = PacedLoad([server.http_url for server in servers.values()], RATE_PER_REPLICA)
         # Started under load: every sample it holds is of the loaded fleet.
-        prometheus = start_prometheus(_prometheus_config(list(instances.values())), work)
+        ports = {instances[name]: str(server.http_port) for name, server in servers.items()}
+        prometheus = start_prometheus(_prometheus_config(ports), work)
         prom = prometheus.url
         wait_until(lambda: len(samples := _by_instance(
             prom, f"count_over_time(up{SELECTOR}[{WINDOW}])")) == len(replicas)
@@ -245,13 +254,30 @@ def _check_run(url: str, prometheus: str, instances: dict[str, str]) -> CheckRun
 
 
 @pytest.fixture(scope="module")
-def skewed(prometheus_binary: None, triton_server: Callable[..., TritonServer],
-           tmp_path_factory: pytest.TempPathFactory) -> CheckRun:
-    """The skewed trio, checked once; stopped before the fixture returns, so that the next
-    fleet has the machine to itself."""
+def skewed_runs(prometheus_binary: None, triton_server: Callable[..., TritonServer],
+                tmp_path_factory: pytest.TempPathFactory) -> dict[str, CheckRun]:
+    """The skewed trio, checked from its series alone (``series``) and with its replicas' own
+    APIs read too (``asked``: --ask-replicas, each at the URL its target's ``http_port``
+    label makes); stopped before the fixture returns, so that the next fleet has the machine
+    to itself."""
     with _fleet(SKEWED, triton_server, tmp_path_factory.mktemp("skewed-fleet")) as (
             prometheus, instances):
-        return _check_run(prometheus.url, prometheus.url, instances)
+        series = _check_run(prometheus.url, prometheus.url, instances)
+        proc, seconds = run_check(prometheus.url, "--ask-replicas", "--replica-url",
+                                  "http://{host}:{http_port}")
+        asked = CheckRun(instances, proc.returncode, proc.stdout, proc.stderr, seconds,
+                         _held(prometheus.url, list(instances.values())))
+    return {"series": series, "asked": asked}
+
+
+@pytest.fixture(scope="module")
+def skewed(skewed_runs: dict[str, CheckRun]) -> CheckRun:
+    return skewed_runs["series"]
+
+
+@pytest.fixture(scope="module")
+def asked(skewed_runs: dict[str, CheckRun]) -> CheckRun:
+    return skewed_runs["asked"]
 
 
 @pytest.fixture(scope="module")
@@ -312,6 +338,19 @@ def test_the_check_answers_at_once_with_the_exit_its_findings_say(skewed: CheckR
     assert skewed.returncode == (1 if errors else 0), skewed.describe()
     assert skewed.report["summary"]["exit_code"] == skewed.returncode
     assert TRACEBACK not in skewed.stderr
+
+
+def test_asked_replicas_show_their_config_drift_and_nothing_false(asked: CheckRun) -> None:
+    """Each replica's API answered (no TD907), every model READY (no TD601 or TD602 on any
+    replica), the slowed replica's drifted config is TD906 naming the field, and what the
+    series showed is found as before."""
+    assert asked.on("TD906") == {asked.instances["slowed"]}, asked.describe()
+    drift = next(f for f in asked.report["findings"] if f["rule"] == "TD906")
+    assert drift["evidence"]["fields"] == ["parameters"], asked.describe()
+    assert not asked.on("TD601") | asked.on("TD602") | asked.on("TD907"), asked.describe()
+    assert asked.on("TD901") == {asked.instances["slowed"]}, asked.describe()
+    assert asked.on("TD902") == {asked.instances["other-version"]}, asked.describe()
+    assert asked.seconds < ANSWER_WITHIN_S, asked.describe()
 
 
 def test_a_healthy_trio_has_no_fleet_finding(healthy: dict[str, CheckRun]) -> None:
