@@ -20,10 +20,12 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.timer import Timer
 from triton_doctor import snapshot
+from triton_doctor.findings import Finding
 from triton_doctor.printable import printable
 from triton_doctor.tui.findings import FindingsScreen
 from triton_doctor.tui.help import HelpScreen
 from triton_doctor.tui.log import LogScreen
+from triton_doctor.tui.model import ModelScreen
 from triton_doctor.tui.overview import OverviewScreen
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.sources import Source
@@ -103,10 +105,27 @@ class WatchApp(App[None]):
     def _show(self, frame: Frame) -> None:
         self.reading = False
         self.last_error = ""
-        self.history.add(frame)
+        self.remember(frame)
         if self.browse_only and self.screen_stack:
             self.refresh_bindings()  # l shows once the check has read a log
         self._redraw()
+
+    def remember(self, frame: Frame) -> None:
+        """Keep a new frame for the screens (the fleet app keeps one History per replica)."""
+        self.history.add(frame)
+
+    def heading(self) -> str:
+        """What the status line names as the source of what is shown."""
+        return self.source.title
+
+    def saved_frame(self) -> Frame | None:
+        """The reading ``s`` writes: the latest one."""
+        return self.history.latest
+
+    def open_finding(self, finding: Finding) -> None:
+        """Enter on a finding in the findings screen: its model's screen, where it has one."""
+        if finding.model:
+            self.push_screen(ModelScreen(finding.model))
 
     def _failed(self, why: str) -> None:
         self.reading = False
@@ -172,7 +191,7 @@ class WatchApp(App[None]):
         self._read(asked=True)
 
     def action_save(self) -> None:
-        frame = self.history.latest
+        frame = self.saved_frame()
         if frame is None:
             self.notify("nothing to save yet: the first read has not finished",
                         severity="warning")

@@ -128,10 +128,8 @@ class FindingsScreen(FrameScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         seen = self.watch_app.history.seen.get(original_key(event.row_key.value or ""))
-        if seen is not None and seen.finding.model:
-            from triton_doctor.tui.model import ModelScreen
-
-            self.app.push_screen(ModelScreen(seen.finding.model))
+        if seen is not None:
+            self.watch_app.open_finding(seen.finding)
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
         column = str(event.column_key.value)
@@ -186,6 +184,8 @@ def detail(seen: Seen, browse_only: bool) -> Text:
     text = Text.assemble(severity(finding.severity), " ", (f"{finding.rule} {finding.name}",
                                                             "bold"), f" — {finding.title}\n")
     where = [f"model {printable(finding.model)}" if finding.model else "server"]
+    if finding.instance:
+        where.insert(0, f"replica {printable(finding.instance)}")
     if finding.version:
         where.append(f"version {printable(finding.version)}")
     if finding.location.path:

@@ -39,23 +39,29 @@ def _require_terminal(command: str) -> None:
 
 
 def watch(invocation: Invocation, base: Evidence) -> int:
-    """Poll the server over ``base`` (from ``collect(invocation, live=False)``), or replay it
-    when it is a snapshot, until the user quits."""
+    """Poll the server (or the fleet's Prometheus) over ``base`` (from ``collect(invocation,
+    live=False)``), or replay it when it is a snapshot, until the user quits."""
     from triton_doctor.checks.collect import LivePoller
     from triton_doctor.tui.app import WatchApp
 
     _require_terminal("watch")
     sources = invocation.sources
-    if sources.snapshot:
-        source = Source(collect=lambda: base, judge=invocation.judge,
-                        title=f"snapshot {sources.snapshot}", live=False,
-                        taken_at=os.path.getmtime(sources.snapshot))
+    app: WatchApp
+    if sources.fleet or base.fleet is not None or "fleet" in base.unavailable:
+        from triton_doctor.tui.fleet import fleet_app
+
+        app = fleet_app(invocation, base)
     else:
-        poller = LivePoller(invocation, base)
-        source = Source(collect=poller.poll, judge=invocation.judge, title=poller.url,
-                        live=True)
-    app = WatchApp(source, interval_s=invocation.output.interval_s,
-                   save_dir=invocation.output.save_dir)
+        if sources.snapshot:
+            source = Source(collect=lambda: base, judge=invocation.judge,
+                            title=f"snapshot {sources.snapshot}", live=False,
+                            taken_at=os.path.getmtime(sources.snapshot))
+        else:
+            poller = LivePoller(invocation, base)
+            source = Source(collect=poller.poll, judge=invocation.judge, title=poller.url,
+                            live=True)
+        app = WatchApp(source, interval_s=invocation.output.interval_s,
+                       save_dir=invocation.output.save_dir)
     app.run()
     _ran(app)
     return 0

@@ -13,7 +13,7 @@ from triton_doctor.tui.config_text import model_config_text
 from triton_doctor.tui.screen import FINDING_COLUMNS, FrameScreen, finding_rows
 from triton_doctor.tui.state import History
 from triton_doctor.tui.tables import fill, new_table
-from triton_doctor.tui.text import number, sparkline
+from triton_doctor.tui.text import number, sparkline, state_style
 
 SPARK_WIDTH = 48
 
@@ -59,9 +59,8 @@ class ModelScreen(FrameScreen):
         if row is None:
             source = "the server does not list it" if frame and frame.evidence.server else ""
             return text.append(f"  {source}\n" if source else "\n", style="dim")
-        state_style = "green" if row.state == "READY" else "bold red"
         text.append(f"  version {printable(row.version) or '-'}  ").append(
-            printable(row.state), style=state_style)
+            printable(row.state), style=state_style(row.state))
         if row.reason:
             text.append(f"\n{printable(row.reason, keep_newlines=True)}", style="red")
         text.append("\n\nover the last window, and the last polls\n", style="dim")

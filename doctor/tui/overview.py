@@ -14,7 +14,16 @@ from triton_doctor.tui.model import ModelScreen
 from triton_doctor.tui.screen import FrameScreen
 from triton_doctor.tui.state import Frame, History, watch_key
 from triton_doctor.tui.tables import Row, fill, new_table, original_key
-from triton_doctor.tui.text import GIB, clipped, gauge, number, one_line, severity, sparkline
+from triton_doctor.tui.text import (
+    GIB,
+    clipped,
+    gauge,
+    number,
+    one_line,
+    severity,
+    sparkline,
+    state_style,
+)
 
 MODEL_COLUMNS = ("model", "version", "state", "req/s", "avg batch", "queue ms", "p99 ms",
                  "failures", "findings")
@@ -119,7 +128,7 @@ def model_rows(frame: Frame | None) -> list[Row]:
         return []
     rows: list[Row] = []
     for row in frame.models:
-        state = Text(printable(row.state), style="green" if row.state == "READY" else "bold red")
+        state = Text(printable(row.state), style=state_style(row.state))
         rows.append((row.name, (
             row.name, row.version or "-", state, number(row.requests_per_s),
             number(row.average_batch, 2), number(row.queue_ms), number(row.p99_ms),

@@ -61,7 +61,7 @@ def finding_rows(findings: Iterable[Finding]) -> list[Row]:
 def status_line(app: WatchApp, history: History) -> Text:
     """Where the data comes from, the server's health, and whether polling runs."""
     line = Text.assemble((" triton-doctor ", "bold reverse"), " ",
-                         (printable(app.source.title), "bold"))
+                         (printable(app.heading()), "bold"))
     frame = history.latest
     if frame is None:
         if app.last_error:
@@ -69,7 +69,9 @@ def status_line(app: WatchApp, history: History) -> Text:
                                style="bold red")
         return line.append("  reading…", style="dim")
     server = frame.evidence.server
-    if server is not None:
+    if server is not None and server.from_metrics:
+        line.append("  state not read: from Prometheus's series", style="dim")
+    elif server is not None:
         line.append(f"  triton {printable(server.version) or '?'}  ")
         line.append_text(_flag("live", server.live))
         line.append("  ")

@@ -14,7 +14,7 @@ from datetime import datetime
 from functools import cached_property
 
 from triton_doctor.engine import Result
-from triton_doctor.evidence import Evidence
+from triton_doctor.evidence import Evidence, ServerEvidence, ServerModel
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.triton.server_model import LiveView
 
@@ -25,6 +25,8 @@ _NUMBERS = re.compile(r"[+-]?\d+(?:[.,]\d+)*")
 IDENTITY = ("gpu", "region", "segment", "key", "endpoint")
 #: The parts a live watch reads, in the order the status line lists them.
 SOURCES = ("server", "metrics", "gpu", "container", "host", "log")
+#: A model's state where the server's own API was not read (a replica judged from Prometheus).
+NOT_READ = "-"
 
 
 @dataclass(frozen=True)
@@ -83,12 +85,13 @@ class Frame:
             if finding.model and finding.severity > worst.get(finding.model, 0):
                 worst[finding.model] = finding.severity
         rows = []
-        for model in sorted(server.models, key=lambda m: (m.name, m.version)):
+        for model in sorted(_listed(server), key=lambda m: (m.name, m.version)):
             rate = rates.get((model.name, model.version))
             latency = p99.get((model.name, model.version))
             rows.append(ModelRow(
-                name=model.name, version=model.version, state=model.state or "FAILED",
-                reason=model.reason,
+                name=model.name, version=model.version,
+                state=NOT_READ if server.from_metrics and not server.models
+                else model.state or "FAILED", reason=model.reason,
                 requests_per_s=rate.requests_per_s if rate else None,
                 average_batch=rate.average_batch if rate else None,
                 queue_ms=rate.queue_ms_per_request if rate else None,
@@ -120,6 +123,14 @@ class Frame:
         return None if started is None else max(0.0, self.at - started)
 
 
+def _listed(server: ServerEvidence) -> list[ServerModel]:
+    """The models the server lists; a replica read from Prometheus's series lists none, so
+    those its counters name stand in, their state unknown."""
+    if server.models or not server.from_metrics or not server.samples:
+        return server.models
+    return [ServerModel(stats.name, stats.version) for stats in server.samples[-1].stats]
+
+
 def _rfc3339(text: str) -> float | None:
     """Docker's StartedAt ("2024-09-03T10:12:42.027336544Z") as seconds since the epoch."""
     head, _, _ = text.partition(".")
@@ -130,7 +141,10 @@ def _rfc3339(text: str) -> float | None:
 
 
 def frame_time(evidence: Evidence, fallback: float) -> float:
-    """When the Evidence was read: its last server sample or scrape, else ``fallback``."""
+    """When the Evidence was read: the moment a fleet's queries read, its last server sample
+    or scrape, else ``fallback``."""
+    if evidence.fleet is not None and evidence.fleet.at:
+        return evidence.fleet.at
     if evidence.server and evidence.server.samples:
         return evidence.server.samples[-1].at
     if evidence.metrics and evidence.metrics.scrapes:

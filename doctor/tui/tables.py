@@ -36,6 +36,17 @@ def new_table(key: str, columns: Sequence[str]) -> DataTable[object]:
     return made
 
 
+def set_columns(table: DataTable[object], columns: Sequence[tuple[str, Text]]) -> None:
+    """Replace the columns (key, label) and their rows when they differ from those shown: the
+    next ``fill`` draws its rows whatever was there before."""
+    if [column.value for column in table.columns] == [key for key, _ in columns]:
+        return
+    table.clear(columns=True)
+    _shown.pop(table, None)
+    for key, label in columns:
+        table.add_column(label, key=key)
+
+
 def fill(table: DataTable[object], rows: Sequence[Row], height: int = 1) -> None:
     """Show ``rows`` (key, cells); unchanged rows cost nothing, the cursor stays on its key."""
     keys = _unique([key for key, _ in rows])

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from rich.text import Text
 from triton_doctor.findings import Severity
 from triton_doctor.printable import printable
+from triton_doctor.tui.state import NOT_READ
 
 BLOCKS = "▁▂▃▄▅▆▇█"
 SEVERITY_STYLES = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
@@ -40,6 +41,12 @@ def severity(value: Severity | None) -> Text:
     if value is None:
         return Text("ok", style="green")
     return Text(f"{SEVERITY_MARKS[value]} {value}", style=SEVERITY_STYLES[value])
+
+
+def state_style(state: str) -> str:
+    """A model's state: green when READY, dim when not read ("-": a replica judged from
+    Prometheus's series), red otherwise."""
+    return "green" if state == "READY" else "dim" if state == NOT_READ else "bold red"
 
 
 def one_line(text: str) -> str:
