@@ -384,15 +384,13 @@ def _version_order(version: str) -> tuple[int, str]:
 def _ask_replicas(fleet: FleetEvidence, request: FleetRequest) -> None:
     """Each replica's own API (its state, models and configs), at the URL ``replica_url``
     makes of its target, a few at a time; one that does not answer is recorded in
-    ``errors`` and judged from its series alone."""
+    ``replica_errors`` and judged from its series alone."""
     from triton_doctor.checks.server import describe
 
     fleet.asked_replicas = True
     targets = {t.instance: t for t in fleet.targets}
     replicas = fleet.replicas[:MAX_ASKED]
-    if len(fleet.replicas) > MAX_ASKED:
-        fleet.errors["replica APIs"] = (f"{len(fleet.replicas)} replicas: the APIs of the first "
-                                        f"{MAX_ASKED} were read")
+    fleet.unasked = max(0, len(fleet.replicas) - MAX_ASKED)
 
     def ask(replica: FleetReplica) -> None:
         target = targets.get(replica.instance, FleetTarget(replica.instance))
@@ -400,7 +398,7 @@ def _ask_replicas(fleet: FleetEvidence, request: FleetRequest) -> None:
             url = replica_url(request.replica_url, target)
             found = describe(url, request.timeout_s)
         except (SourceUnavailable, ValueError) as error:
-            fleet.errors[f"{replica.instance} API"] = str(error)
+            fleet.replica_errors[replica.instance] = str(error)
             return
         found.samples = replica.server.samples
         replica.server = found

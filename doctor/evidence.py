@@ -608,6 +608,11 @@ class FleetEvidence:
     replicas: list[FleetReplica] = field(default_factory=list)
     #: Queries that failed while the rest answered: what they read -> why.
     errors: dict[str, str] = field(default_factory=dict)
+    #: ``--ask-replicas``: the replicas whose own API did not answer -> why (they are judged
+    #: from their series alone).
+    replica_errors: dict[str, str] = field(default_factory=dict)
+    #: ``--ask-replicas``: replicas past the most whose APIs are read, not asked.
+    unasked: int = 0
     #: Warnings the engine attached to its answers (a partial response of Thanos or Mimir).
     warnings: list[str] = field(default_factory=list)
     #: ``--ask-replicas``: each replica's own API was read (its state, models and configs).

@@ -322,9 +322,9 @@ def config_drift(view: FleetView) -> Iterator[Hit]:
 def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
     """
     What it checks: every query triton-doctor made answered, without warnings. A query that
-    failed (a timeout, an error of the engine), a replica's API that did not answer
-    (`--ask-replicas`), and each warning the engine attached (Thanos and Mimir say so when a
-    store did not answer: a partial response) are findings.
+    failed (a timeout, an error of the engine), a replica's API that did not answer or was not
+    asked (`--ask-replicas` reads at most 500), and each warning the engine attached (Thanos
+    and Mimir say so when a store did not answer: a partial response) are findings.
 
     Why it matters: the rules judged less than the fleet: a replica or a family of series may
     be missing, so "no finding" does not mean healthy.
@@ -341,6 +341,15 @@ def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
                   fix="A query that timed out: raise --timeout. One the engine refused for its "
                   "size (too many samples): narrow --selector or shorten --window.",
                   evidence={"query": what})
+    for instance, why in sorted(fleet.replica_errors.items()):
+        yield Hit(message=f"{instance}: its API was not read ({why}); judged from its series "
+                  "alone", fix="Check that --replica-url makes each replica's HTTP address (its "
+                  "port 8000) and that this machine can reach the replicas.",
+                  instance=instance, evidence={"replica_api": instance})
+    if fleet.unasked:
+        yield Hit(message=f"the APIs of {fleet.unasked} replicas were not read: --ask-replicas "
+                  "reads at most the first 500", fix="Narrow --selector to ask them all.",
+                  evidence={"unasked": fleet.unasked})
     for warning in fleet.warnings:
         yield Hit(message=f"Prometheus at {fleet.url} warns: {warning}",
                   fix="The answer is partial: look at the engine's stores (Thanos) or queriers "

@@ -59,12 +59,15 @@ def _check(ledger: Ledger, evidence: Evidence, *, unjudged: bool = False) -> Non
                   100.0, *outcomes(result), replicas_unjudged=unjudged)
 
 
-def _fleet(*down: str, errors: dict[str, str] | None = None) -> Evidence:
-    """Replicas a and b, those named ``down`` not scraped; ``errors``: queries that failed."""
+def _fleet(*down: str, errors: dict[str, str] | None = None,
+           replica_errors: dict[str, str] | None = None) -> Evidence:
+    """Replicas a and b, those named ``down`` not scraped; ``errors``: queries that failed;
+    ``replica_errors``: replicas whose own API did not answer (--ask-replicas)."""
     targets = [FleetTarget(instance, "triton", 0 if instance in down else 1,
                            last_error="connection refused" if instance in down else "")
                for instance in ("a:8002", "b:8002")]
-    return Evidence(fleet=FleetEvidence(ENGINE_URL, targets=targets, errors=errors or {}))
+    return Evidence(fleet=FleetEvidence(ENGINE_URL, targets=targets, errors=errors or {},
+                                        replica_errors=replica_errors or {}))
 
 
 def _unreachable() -> Evidence:
@@ -142,7 +145,7 @@ def test_an_answer_whose_queries_failed_keeps_the_replicas_findings_too() -> Non
     _check(ledger, partial, unjudged=True)
     assert {(labels[0], labels[1]) for labels in _findings(_page(ledger))} == {
         ("b:8002", "TD904"), (ENGINE, "TD907")}
-    assert not _replicas_unjudged(_fleet(errors={"a:8002 API": "connection refused"}))
+    assert not _replicas_unjudged(_fleet(replica_errors={"a:8002": "connection refused"}))
     assert not _replicas_unjudged(_fleet())
     assert _replicas_unjudged(_unreachable())
 

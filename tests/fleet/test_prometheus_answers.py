@@ -238,3 +238,18 @@ def test_replica_urls_come_from_the_scrape_address_and_labels() -> None:
     assert replica_url("http://{pod}.triton:8000", target) == "http://triton-7.triton:8000"
     with pytest.raises(ValueError, match="has no 'node'"):
         replica_url("http://{node}:8000", target)
+
+
+def test_a_replica_whose_api_does_not_answer_is_judged_from_its_series(
+        engine: Callable[..., Engine]) -> None:
+    """--ask-replicas: the replica's API at a closed port is TD907 on that replica, apart
+    from the engine's own errors (the exporter keeps replicas' findings only for those)."""
+    served = engine({COUNT: vector(({}, 1)), "up{": vector((UP, 1))})
+    fleet = collect_fleet(FleetRequest(served.url, "", 60, 2.0, ask_replicas=True,
+                                       replica_url="http://127.0.0.1:1", clock=lambda: AT))
+    assert fleet.errors == {} and list(fleet.replica_errors) == ["a:8002"]
+    assert "connection refused" in fleet.replica_errors["a:8002"]
+    assert fleet.replicas[0].server.from_metrics
+    result = run(Evidence(fleet=fleet), [r for r in all_rules() if r.id == "TD907"])
+    assert [(f.instance, f.evidence) for f in result.findings] == [
+        ("a:8002", {"replica_api": "a:8002"})]
