@@ -247,7 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
         "model,version,instance} (1 while firing; a cleared finding's series is gone), with "
         "the checks' own health. /findings gives the latest findings as JSON and /rules/ID a "
         "rule's documentation. Scrape it with honor_labels: true (its instance label names "
-        "the Triton server); `triton-doctor alerts` writes the alerting rules.",
+        "the Triton server); `triton-doctor alerts` writes the alerting rules. With --prometheus "
+        "URL instead of --url, a fleet is checked through its Prometheus, each replica's "
+        "findings under its own instance label.",
     )
     exporter.add_argument("repository", nargs="?",
                           help="the model repository the servers serve (adds the static rules)")
