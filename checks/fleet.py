@@ -10,6 +10,7 @@ two metrics scrapes, NVML-like GPUs), so that the live rules judge it as they ju
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -279,9 +280,12 @@ _Rows = dict[str, dict[str, list[tuple[dict[str, str], float]]]]
 
 
 def _by_instance(vector: Vector | None) -> _Rows:
-    """instance -> family -> rows."""
+    """instance -> family -> rows. A value that is not a number (NaN: a summary with no
+    observation in its window, a deriv of one sample; or an infinity) is no figure at all."""
     rows: _Rows = {}
     for labels, value in vector.series if vector else []:
+        if not math.isfinite(value):
+            continue
         family = labels.get(FAMILY, "")
         rows.setdefault(labels.get("instance", ""), {}).setdefault(family, []).append(
             (labels, value))

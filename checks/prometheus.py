@@ -123,7 +123,9 @@ def _series(entry: Any) -> tuple[dict[str, str] | None, float]:
         value = float(pair[1])
     except (TypeError, ValueError):
         return None, 0.0
-    return {str(k): str(v) for k, v in labels.items()}, value
+    if not all(type(v) is str for v in labels.values()):  # JSON's keys are strings already
+        return None, 0.0
+    return labels, value
 
 
 def _excerpt(text: str) -> str:

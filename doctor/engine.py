@@ -130,7 +130,7 @@ def _run_fleet(result: Result, live: Sequence[Rule], fleet: Sequence[Rule], evid
     skipped: dict[tuple[str, str | None, str], Skipped] = {}
     for replica in evidence.fleet.replicas:
         judged = Result()
-        _run_live(judged, per_replica, LiveView(view.replica_evidence(replica)), static)
+        _run_live(judged, per_replica, view.replica_view(replica), static)
         result.findings += [replace(f, instance=replica.instance) for f in judged.findings]
         for skip in judged.skipped:
             skipped.setdefault((skip.rule, skip.model, skip.reason), skip)

@@ -43,6 +43,7 @@ class FleetView:
     def __init__(self, fleet: FleetEvidence, options: CheckOptions) -> None:
         self.fleet = fleet
         self.options = options
+        self._views: dict[str, LiveView] = {}
 
     def threshold(self, name: str) -> float:
         return self.options.thresholds.get(name, THRESHOLDS[name])
@@ -59,13 +60,21 @@ class FleetView:
             evidence.unavailable["gpu"] = "the replica exports no nv_gpu_* series"
         return evidence
 
+    def replica_view(self, replica: FleetReplica) -> LiveView:
+        """The LiveView of one replica, made once: the engine's live rules and the fleet
+        rules read the same rates."""
+        found = self._views.get(replica.instance)
+        if found is None:
+            found = self._views[replica.instance] = LiveView(self.replica_evidence(replica))
+        return found
+
     @cached_property
     def traffic(self) -> dict[str, list[Traffic]]:
         """Model -> each replica's traffic to it, its versions merged, in replica order."""
         found: dict[str, list[Traffic]] = {}
         for replica in self.fleet.replicas:
             per_model: dict[str, list[ModelRates]] = {}
-            for rates in LiveView(self.replica_evidence(replica)).rates:
+            for rates in self.replica_view(replica).rates:
                 per_model.setdefault(rates.model, []).append(rates)
             for model, versions in per_model.items():
                 found.setdefault(model, []).append(Traffic(replica.instance, _merged(versions)))

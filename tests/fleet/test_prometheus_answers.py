@@ -253,3 +253,24 @@ def test_a_replica_whose_api_does_not_answer_is_judged_from_its_series(
     result = run(Evidence(fleet=fleet), [r for r in all_rules() if r.id == "TD907"])
     assert [(f.instance, f.evidence) for f in result.findings] == [
         ("a:8002", {"replica_api": "a:8002"})]
+
+
+def test_values_that_are_not_numbers_are_no_figures(engine: Callable[..., Engine]) -> None:
+    """Prometheus writes NaN and infinities as "NaN", "+Inf": a counter's NaN must not end in
+    a traceback (round() of NaN) nor pass for a figure."""
+    model = {"instance": "a:8002", "model": "m", "version": "1"}
+    served = engine({
+        COUNT: vector(({}, 1)),
+        "increase(": (200, json.dumps({"status": "success", "data": {
+            "resultType": "vector", "result": [
+                {"metric": {**model, "td_family": "nv_inference_request_success"},
+                 "value": [AT, "NaN"]},
+                {"metric": {**model, "td_family": "nv_inference_exec_count"},
+                 "value": [AT, "+Inf"]},
+                {"metric": {**model, "td_family": "nv_inference_count"},
+                 "value": [AT, "7"]}]}}).encode(), 0.0),
+        "up{": vector((UP, 1)),
+    })
+    (replica,) = fleet_of(served.url).replicas
+    stats = replica.server.samples[-1].stats[0]
+    assert (stats.success_count, stats.execution_count, stats.inference_count) == (0, 0, 7)
