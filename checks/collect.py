@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
 
-__all__ = ["LivePoller", "TargetError", "collect", "hide_credentials", "read_fleet",
+__all__ = ["FleetPoller", "LivePoller", "TargetError", "collect", "hide_credentials", "read_fleet",
            "reread_repository", "server_address"]
 
 
@@ -104,6 +104,26 @@ class LivePoller:
     def poll(self) -> Evidence:
         evidence = self._poller.poll()
         evidence.repository = self.repository
+        evidence.options = self._invocation.options_for(evidence, earlier=self._options)
+        self._options = evidence.options
+        return evidence
+
+
+class FleetPoller:
+    """``watch --prometheus``'s and the exporter's reads of a fleet from its engine
+    (``invocation.sources.fleet``), each with the repository read before the polls began
+    (``base``); an engine out of reach is recorded in the Evidence (TD603). ``poll`` raises
+    TargetError for a selector the engine refuses or that matches nothing."""
+
+    def __init__(self, invocation: Invocation, base: Evidence) -> None:
+        self._invocation = invocation
+        #: Judged with every poll; the exporter replaces it when it reads the repository again.
+        self.repository = base.repository
+        self._options = base.options
+
+    def poll(self) -> Evidence:
+        evidence = Evidence(repository=self.repository)
+        evidence.fleet = read_fleet(self._invocation.sources, evidence)
         evidence.options = self._invocation.options_for(evidence, earlier=self._options)
         self._options = evidence.options
         return evidence

@@ -10,6 +10,7 @@ two metrics scrapes, NVML-like GPUs), so that the live rules judge it as they ju
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -71,7 +72,7 @@ MODEL_LABELS = "instance, model, version"
 GPU_LABELS = "instance, gpu_uuid"
 #: The most series of one family a selector may match before anything is loaded: past it the
 #: answers run to hundreds of megabytes (a selector matching several clusters' every job).
-MAX_SERIES = 200_000
+MAX_SERIES = 50_000
 #: Replicas' own APIs read at once with --ask-replicas.
 ASK_AT_ONCE = 8
 #: The most replicas whose API --ask-replicas reads.
@@ -81,7 +82,8 @@ MAX_ASKED = 500
 #: What each query reads, in words, for a report of one that failed.
 READS = {
     "up": "the replicas up now (up)",
-    "seen": "the replicas seen in the window (max_over_time(up))",
+    "seen": "the replicas seen in the window (count_over_time(up))",
+    "triton": "which targets are tritonservers",
     "counts": "request counts over the window (increase)",
     "durations": "request durations over the window (increase)",
     "start": "the counters at the window's start (offset)",
@@ -108,17 +110,42 @@ class FleetRequest:
     clock: Callable[[], float] = field(default=time.time, compare=False)
 
 
+#: One label matcher: a label name, an operator and a quoted value (PromQL's three quotes).
+_MATCHER = re.compile(r"""\s*([A-Za-z_][A-Za-z0-9_]*)\s*(=~|!~|!=|=)\s*"""
+                      r"""("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`]*`)\s*(,|$)""")
+
+
 def matchers(selector: str) -> str:
-    """The label matchers inside ``{...}`` (the braces optional); SelectorRefused for what
-    cannot be a selector's inside (a metric name, unbalanced quotes or braces)."""
+    """The label matchers of ``selector`` (``{job="triton"}``, the braces optional), written
+    again from what was parsed, each value quoted anew: nothing of the user's text but names,
+    operators and values reaches a query (a comment or a second selector cannot).
+    SelectorRefused for what is not a list of label matchers."""
     inner = selector.strip()
     if inner.startswith("{") and inner.endswith("}"):
-        inner = inner[1:-1].strip()
-    unquoted = re.sub(r'"(?:[^"\\]|\\.)*"|`[^`]*`|\'(?:[^\'\\]|\\.)*\'', "", inner)
-    if re.search(r'[{}"\'`]', unquoted) or (unquoted.strip() and "=" not in unquoted):
-        raise SelectorRefused(f"--selector {selector!r} is not label matchers such as "
-                              '{job="triton"} or {job="triton",namespace=~"prod-.*"}')
-    return inner
+        inner = inner[1:-1]
+    found, at = [], 0
+    while inner[at:].strip():
+        match = _MATCHER.match(inner, at)
+        if match is None:
+            raise SelectorRefused(f"--selector {selector!r} is not label matchers such as "
+                                  '{job="triton"} or {job="triton",namespace=~"prod-.*"}')
+        name, operator, quoted = match.group(1, 2, 3)
+        found.append(f"{name}{operator}{json.dumps(_unquoted(quoted))}")
+        at = match.end()
+    return ",".join(found)
+
+
+def _unquoted(quoted: str) -> str:
+    """A PromQL string's value: backticks raw, quotes with Go's escapes (read as JSON's,
+    which they are but for ``\\'`` and ``\\x``)."""
+    if quoted[0] == "`":
+        return quoted[1:-1]
+    body = quoted[1:-1].replace("\\'", "'")
+    try:
+        return str(json.loads(f'"{body}"'))
+    except ValueError:
+        raise SelectorRefused(f"--selector: {quoted} has an escape PromQL and triton-doctor "
+                              "do not share; write the character itself") from None
 
 
 def collect_fleet(request: FleetRequest) -> FleetEvidence:
@@ -127,16 +154,18 @@ def collect_fleet(request: FleetRequest) -> FleetEvidence:
     one that matches too many series; a later query that fails is recorded in ``errors``."""
     api = PrometheusApi(request.url, request.timeout_s, dict(request.headers))
     inner = matchers(request.selector)
-    queries = _Queries(inner, f"{max(1, round(request.window_s))}s")
-    fleet = FleetEvidence(url=api.shown, selector=inner, window_s=request.window_s,
+    window_s = round(request.window_s)
+    queries = _Queries(inner, window_s)
+    fleet = FleetEvidence(url=api.shown, selector=inner, window_s=window_s,
                           at=round(request.clock(), 3))
     _guard(api, queries, fleet.at)
     asked = {
-        "up": queries.up(), "seen": queries.seen(), "counts": queries.increase(COUNTS),
-        "durations": queries.increase(DURATIONS), "start": queries.start(),
-        "end": queries.end(), "slope": queries.slope(),
+        "up": queries.up(), "seen": queries.seen(), "triton": queries.triton(),
+        "counts": queries.increase(COUNTS), "durations": queries.increase(DURATIONS),
+        "start": queries.start(), "end": queries.end(), "slope": queries.slope(),
     }
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="prometheus") as pool:
+    # Every query at once: the whole read takes one --timeout after the first.
+    with ThreadPoolExecutor(max_workers=len(asked) + 1, thread_name_prefix="prometheus") as pool:
         targets = pool.submit(api.targets)
         answers = {name: pool.submit(_ask, api, expr, fleet.at) for name, expr in asked.items()}
         vectors: dict[str, Vector] = {}
@@ -149,7 +178,9 @@ def collect_fleet(request: FleetRequest) -> FleetEvidence:
                 fleet.warnings += [w for w in outcome.warnings if w not in fleet.warnings]
         listed = targets.result()
     empty = Vector()
-    fleet.targets = _targets(vectors.get("up", empty), vectors.get("seen", empty), listed)
+    triton = {labels.get("instance", "") for labels, _ in vectors.get("triton", empty).series}
+    fleet.targets = _targets(vectors.get("up", empty), vectors.get("seen", empty), listed,
+                             triton if "triton" in vectors else None)
     fleet.replicas = _replicas(fleet, vectors)
     if request.ask_replicas:
         _ask_replicas(fleet, request)
@@ -167,15 +198,15 @@ def _guard(api: PrometheusApi, queries: _Queries, at: float) -> None:
                                   f"--selector {queries.selector!r}: {error}") from None
         raise SourceUnavailable(f"Prometheus at {api.shown} answered, but not with data: "
                                 f"{error}") from None
-    count = int(max((value for _, value in vector.series), default=0))
+    count = max((value for _, value in vector.series if math.isfinite(value)), default=0.0)
     if not count:
         raise SelectorRefused(
             f"Prometheus at {api.shown} holds no series of tritonserver for the selector "
-            f"{{{queries.selector}}} (neither nv_inference_count nor up): check --selector, "
-            "and that Prometheus scrapes the servers' metrics port (8002)")
+            f"{{{queries.selector}}} (no nv_inference_count nor nv_cpu_utilization): check "
+            "--selector, and that Prometheus scrapes the servers' metrics port (8002)")
     if count > MAX_SERIES:
         raise SelectorRefused(
-            f"the selector {{{queries.selector}}} matches {count:,} series of one Triton "
+            f"the selector {{{queries.selector}}} matches {count:,.0f} series of one Triton "
             f"family at {api.shown} (the most loaded is {MAX_SERIES:,}): narrow it with "
             'label matchers, e.g. --selector \'{job="triton",namespace="prod"}\'')
 
@@ -191,22 +222,32 @@ def _ask(api: PrometheusApi, expr: str, at: float) -> Vector | str:
 class _Queries:
     """The PromQL of each read, for one selector and window."""
 
-    def __init__(self, selector: str, window: str) -> None:
+    def __init__(self, selector: str, window_s: int) -> None:
         self.selector = selector
-        self.window = window
+        self.window = f"{window_s}s"
+        #: Half the window, for a trend that must hold in both halves.
+        self.half = f"{max(1, window_s // 2)}s"
 
     def of(self, name: str, extra: str = "") -> str:
         matched = ",".join(part for part in (self.selector, extra) if part)
         return f"{name}{{{matched}}}"
 
     def count(self) -> str:
-        return f"count({self.of('nv_inference_count')}) or count({self.of('up')})"
+        return (f"count({self.of('nv_inference_count')}) or "
+                f"count({self.of('nv_cpu_utilization')})")
 
     def up(self) -> str:
         return self.of("up")
 
     def seen(self) -> str:
-        return f"max by (instance, job) (max_over_time({self.of('up')}[{self.window}]))"
+        """Scrapes in the window per target: who reported, and for how much of it."""
+        return f"max by (instance, job) (count_over_time({self.of('up')}[{self.window}]))"
+
+    def triton(self) -> str:
+        """The instances that are tritonservers: those with its series in the window (a
+        selector may match other targets: node exporters, sidecars)."""
+        return " or ".join(f"count by (instance) (last_over_time({self.of(name)}[{self.window}]))"
+                           for name in ("nv_cpu_utilization", "nv_inference_exec_count"))
 
     def increase(self, names: tuple[str, ...]) -> str:
         """Failures only where there were some, by reason (four series a model otherwise)."""
@@ -240,7 +281,11 @@ class _Queries:
         return _joined(rows)
 
     def slope(self) -> str:
-        return f"max by ({GPU_LABELS}) (deriv({self.of(GPU_USED)}[{self.window}]))"
+        """The growth of GPU memory used in each half of the window: a trend grows in both,
+        a step (a model loaded) in one."""
+        used = self.of(GPU_USED)
+        return _joined((half, f"max by ({GPU_LABELS}) (deriv({used}[{self.half}]{offset}))")
+                       for half, offset in (("first", f" offset {self.half}"), ("second", "")))
 
 
 def _joined(rows: Iterable[tuple[str, str]]) -> str:
@@ -250,20 +295,30 @@ def _joined(rows: Iterable[tuple[str, str]]) -> str:
 
 
 def _targets(up: Vector, seen: Vector, listed: list[dict[str, object]] | None,
-             ) -> list[FleetTarget]:
-    """Every replica that reported in the window: up now (1 or 0), or silent since."""
+             triton: set[str] | None) -> list[FleetTarget]:
+    """Every tritonserver that reported in the window: up now (1 or 0), or silent since; with
+    its scrapes in the window. A tritonserver is an instance with Triton's series in the
+    window (``triton``; None: unknown, every target is), or a target of a job that has such
+    instances (a replica down since before the window has none); other targets the selector
+    matches (node exporters, sidecars) are left out."""
+    rows = [(labels, value, None) for labels, value in seen.series] + [
+        (labels, None, value) for labels, value in up.series]
+    jobs = {labels.get("job", "") for labels, _, _ in rows
+            if triton is None or labels.get("instance", "") in triton}
     found: dict[str, FleetTarget] = {}
-    for labels, _ in seen.series:
-        instance = labels.get("instance", "")
-        found[instance] = FleetTarget(instance, job=labels.get("job", ""))
-    for labels, value in up.series:
-        instance = labels.get("instance", "")
-        target = found.setdefault(instance, FleetTarget(instance, job=labels.get("job", "")))
-        target.up = value
-        target.labels = {k: v for k, v in labels.items() if k != "__name__"}
+    for labels, samples, now in rows:
+        instance, job = labels.get("instance", ""), labels.get("job", "")
+        if job not in jobs:
+            continue
+        target = found.setdefault(instance, FleetTarget(instance, job=job))
+        if samples is not None:
+            target.samples = round(samples)
+        if now is not None:
+            target.up = now
+            target.labels = {k: v for k, v in labels.items() if k != "__name__"}
     for entry in listed or []:
         labels = entry.get("labels")
-        if not isinstance(labels, dict) or labels.get("instance") not in found:
+        if not isinstance(labels, dict) or str(labels.get("instance")) not in found:
             continue
         target = found[str(labels["instance"])]
         if target.job and labels.get("job") not in (None, target.job):
@@ -302,7 +357,7 @@ def _replicas(fleet: FleetEvidence, vectors: dict[str, Vector]) -> list[FleetRep
     up = {t.instance for t in fleet.targets if t.up}
     instances = sorted(up | set(end) | set(increase))
     return [_replica(name, fleet, increase.get(name, {}), start.get(name, {}),
-                     end.get(name, {}), slope.get(name, {}).get("", []))
+                     end.get(name, {}), slope.get(name, {}))
             for name in instances if name]
 
 
@@ -310,7 +365,7 @@ def _replica(instance: str, fleet: FleetEvidence,
              increase: dict[str, list[tuple[dict[str, str], float]]],
              start: dict[str, list[tuple[dict[str, str], float]]],
              end: dict[str, list[tuple[dict[str, str], float]]],
-             slope: list[tuple[dict[str, str], float]]) -> FleetReplica:
+             slope: dict[str, list[tuple[dict[str, str], float]]]) -> FleetReplica:
     began = fleet.at - fleet.window_s
     before: dict[tuple[str, str], ModelStats] = {}
     after: dict[tuple[str, str], ModelStats] = {}
@@ -327,7 +382,7 @@ def _replica(instance: str, fleet: FleetEvidence,
             if name in SCRAPED:  # as a scrape would show them, counted from 0 at the start
                 counted.append(MetricSample(name, _plain(labels), grown))
     server = ServerEvidence(
-        url=instance, live=True, ready=True, from_metrics=True,
+        url=instance, live=True, ready=False, from_metrics=True,
         samples=[ServerSample(at=began, stats=list(before.values())),
                  ServerSample(at=fleet.at, stats=list(after.values()))])
     first_scrape = MetricsScrape(at=began, samples=_gauges(start.get(PENDING, []), PENDING))
@@ -344,8 +399,15 @@ def _replica(instance: str, fleet: FleetEvidence,
                                 scrapes=[first_scrape, last_scrape]),
         gpu=_gpus(start, end),
         versions={model: sorted(found, key=_version_order) for model, found in versions.items()},
-        gpu_memory_slope={labels.get("gpu_uuid", ""): value for labels, value in slope},
+        gpu_memory_slope=_halves(slope),
     )
+
+
+def _halves(slope: dict[str, list[tuple[dict[str, str], float]]]) -> dict[str, list[float]]:
+    """GPU uuid -> [growth in the window's first half, in its second], bytes per second."""
+    first = {labels.get("gpu_uuid", ""): value for labels, value in slope.get("first", [])}
+    second = {labels.get("gpu_uuid", ""): value for labels, value in slope.get("second", [])}
+    return {uuid: [first[uuid], second[uuid]] for uuid in sorted(first.keys() & second.keys())}
 
 
 def _model_of(labels: dict[str, str]) -> tuple[str, str]:
@@ -382,7 +444,7 @@ def _gpus(start: dict[str, list[tuple[dict[str, str], float]]],
 
 
 def _version_order(version: str) -> tuple[int, str]:
-    return (int(version), "") if version.isdigit() else (1 << 62, version)
+    return (int(version), "") if version.isascii() and version.isdigit() else (1 << 62, version)
 
 
 def _ask_replicas(fleet: FleetEvidence, request: FleetRequest) -> None:
@@ -422,8 +484,9 @@ def replica_url(template: str, target: FleetTarget) -> str:
     from urllib.parse import urlsplit
 
     scrape = urlsplit(target.scrape_url or f"http://{target.instance}")
+    host = scrape.hostname or target.instance.rsplit(":", 1)[0].strip("[]")
     values = {**target.labels, "scheme": scrape.scheme or "http",
-              "host": scrape.hostname or target.instance.rsplit(":", 1)[0],
+              "host": f"[{host}]" if ":" in host else host,
               "port": str(scrape.port or "")}
 
     def field(match: re.Match[str]) -> str:

@@ -12,11 +12,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from triton_doctor.checks.fetch import Answer, Failure, failure_words, fetch
 from triton_doctor.checks.unavailable import SourceUnavailable
-from triton_doctor.checks.urls import hide_credentials
+from triton_doctor.checks.urls import hide_credentials, prometheus_base
 
 #: The most one answer may hold: 200 replicas by 20 models by 10 families is ~7 MiB of JSON.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
@@ -39,12 +39,12 @@ class Vector:
 
 
 class PrometheusApi:
-    """One engine's API at ``url`` (with any path prefix: Mimir's ``/prometheus``)."""
+    """One engine's API at ``url`` (with any path prefix: Mimir's ``/prometheus``); ValueError
+    for a URL that is not one (see ``urls.prometheus_base``)."""
 
     def __init__(self, url: str, timeout_s: float, headers: Mapping[str, str] | None = None,
                  ) -> None:
-        parts = urlsplit(url if "://" in url else f"http://{url}")
-        self.base = parts._replace(query="", fragment="").geturl().rstrip("/")
+        self.base = prometheus_base(url)
         #: Where it is, without credentials, for every message.
         self.shown = hide_credentials(self.base)
         self.timeout_s = timeout_s

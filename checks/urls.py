@@ -114,3 +114,17 @@ def metrics_endpoint(url: str) -> str:
         netloc += f":{TRITON_METRICS_PORT}"
     path = whole.path if whole.path not in ("", "/") else "/metrics"
     return urlunsplit((whole.scheme.lower(), netloc, path, whole.query, ""))
+
+
+def prometheus_base(url: str) -> str:
+    """A ``--prometheus`` URL as the base its API paths are added to: ``http://`` when it names
+    no scheme, its path kept (Mimir's ``/prometheus``), no query or fragment. Raises ValueError
+    as :func:`split_url` does, and for a URL without a host or of another scheme than HTTP's;
+    the message never holds its credentials."""
+    parts = split_url(url)
+    if not parts.host or parts.scheme not in HTTP_PORTS or parts.query or parts.fragment:
+        raise ValueError(_unparsed(url, "expected the engine's base URL like "
+                                        "http://prometheus:9090 (http or https, with a host)"))
+    text = url.strip()
+    whole = urlsplit(text if "://" in text else f"http://{text}")
+    return urlunsplit((whole.scheme.lower(), whole.netloc, whole.path.rstrip("/"), "", ""))

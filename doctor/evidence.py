@@ -371,7 +371,8 @@ class ServerEvidence:
     #: Endpoints that failed while the rest answered: endpoint -> why.
     errors: dict[str, str] = field(default_factory=dict)
     #: A replica judged from Prometheus's series alone: ``samples`` hold its counters, and its
-    #: state (live, ready, models, errors) was not read from its API.
+    #: state (ready, models, errors) was not read from its API: ``live`` says Prometheus
+    #: scraped it, ``ready`` stays False (not known).
     from_metrics: bool = False
 
 
@@ -565,6 +566,9 @@ class FleetTarget:
     #: "up", "down" or "unknown"; "" when not listed there.
     health: str = ""
     last_error: str = ""
+    #: Its scrapes in the window (``count_over_time(up)``): fewer than its job's most, it
+    #: joined or left within the window.
+    samples: int = 0
     #: When it was last scraped (RFC 3339), from the targets API.
     last_scrape: str = ""
     scrape_url: str = ""
@@ -589,8 +593,9 @@ class FleetReplica:
     gpu: GpuEvidence | None = None
     #: Model -> the versions it serves now (those with series at the window's end).
     versions: dict[str, list[str]] = field(default_factory=dict)
-    #: GPU uuid -> growth of memory used over the window, bytes per second (``deriv``).
-    gpu_memory_slope: dict[str, float] = field(default_factory=dict)
+    #: GPU uuid -> growth of memory used in the window's first half and in its second, bytes
+    #: per second (``deriv``): a trend grows in both, a step (one model loaded) in one.
+    gpu_memory_slope: dict[str, list[float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -601,6 +606,7 @@ class FleetEvidence:
     url: str
     #: The label matchers every query carries (``job="triton"``); "" for none.
     selector: str = ""
+    #: Whole seconds, as the queries' ranges are written.
     window_s: float = 900.0
     #: The evaluation time of every query (seconds since the epoch).
     at: float = 0.0

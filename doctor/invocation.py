@@ -83,6 +83,8 @@ class Fleet:
 SERVER_WINDOW_S, FLEET_WINDOW_S = 5.0, 900.0
 #: The longest window between two samples of one server (the command waits it out).
 MAX_SERVER_WINDOW_S = 3600.0
+#: The shortest window over a fleet's series: a range holding two scrapes at 1 s apart.
+MIN_FLEET_WINDOW_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -483,6 +485,15 @@ def _fleet(args: argparse.Namespace, url: str | None) -> Fleet | None:
     if one_server:
         raise UsageError(f"--prometheus judges a fleet from its series; {', '.join(one_server)} "
                          "name(s) one server: give one or the other")
+    from triton_doctor.checks.urls import prometheus_base
+
+    try:
+        prometheus_base(prometheus)
+    except ValueError as error:
+        raise UsageError(f"--prometheus {error}") from None
+    if args.window is not None and args.window < MIN_FLEET_WINDOW_S:
+        raise UsageError(f"--window {args.window:g}: a fleet's window holds at least two "
+                         f"scrapes; give {MIN_FLEET_WINDOW_S:g} s or more (default 15m)")
     return Fleet(prometheus, args.selector, tuple(args.prometheus_header), args.ask_replicas,
                  args.replica_url)
 

@@ -20,6 +20,8 @@ from triton_doctor.triton.fleet_model import OUTLIER_FIGURES, FleetView, peer_me
 GPU_FULL_ERROR_S = 600.0
 #: Growth over the window, as a share of the GPU, below which a slope is noise.
 GPU_GROWTH_SHARE = 0.01
+#: The share of the window a replica must have been scraped in for its traffic to compare.
+WHOLE_WINDOW = 0.9
 
 
 @rule("TD901", "replica-outlier", "warning",
@@ -132,9 +134,10 @@ def _newest(versions: tuple[str, ...]) -> tuple[int, ...]:
 def gpu_memory_filling(view: FleetView) -> Iterator[Hit]:
     """
     What it checks: each replica's GPUs: memory used, the total, and how fast used memory grew
-    over the window (`deriv` of `nv_gpu_memory_used_bytes`). It fires when, at that rate, the
-    GPU is full within `gpu-full-within-s` (default 3600 s), and the growth over the window is
-    at least 1% of the GPU; an error under 10 minutes.
+    in each half of the window (`deriv` of `nv_gpu_memory_used_bytes`). It fires when memory
+    grew in both halves (a trend, not one model loaded), at least 1% of the GPU over the
+    window, and at the slower half's rate the GPU is full within `gpu-full-within-s` (default
+    3600 s); an error under 10 minutes.
 
     Why it matters: the next allocation past the total fails: a model load, a bigger batch or a
     TensorRT workspace ends in CUDA out-of-memory, usually at peak traffic. A steady climb is a
@@ -148,7 +151,7 @@ def gpu_memory_filling(view: FleetView) -> Iterator[Hit]:
     horizon = view.threshold("gpu-full-within-s")
     for replica in view.fleet.replicas:
         for device in replica.gpu.devices if replica.gpu else []:
-            slope = replica.gpu_memory_slope.get(device.uuid, 0.0)
+            slope = min(replica.gpu_memory_slope.get(device.uuid, [0.0]))
             total, used = device.memory_total_bytes, device.memory_used_bytes
             earlier = device.memory_used_earlier_bytes
             if slope <= 0 or total <= 0 or earlier is None:
@@ -184,9 +187,10 @@ def _duration(seconds: float) -> str:
       scope="fleet", needs=("fleet",))
 def replica_down(view: FleetView) -> Iterator[Hit]:
     """
-    What it checks: every replica Prometheus scraped in the window. One whose last scrape
+    What it checks: every tritonserver Prometheus scraped in the window. One whose last scrape
     failed (`up` is 0) is an error, with the scrape's error where the targets API gives it; one
-    that reported in the window and has no `up` now (its target is gone) is a warning.
+    that reported in the window and has no `up` now (its target is gone: replaced in a rollout,
+    scaled down, or lost) is info.
 
     Why it matters: a replica Prometheus cannot scrape is usually one clients cannot reach
     either: crashed, hung, restarting, or its node lost. Its metrics stop, so every other rule
@@ -205,7 +209,7 @@ def replica_down(view: FleetView) -> Iterator[Hit]:
                 f"last {view.fleet.window_s:.0f} s and no longer does: its target is gone",
                 fix="If it was scaled down or replaced on purpose, nothing to do; else look for "
                 "the pod or process and why it went away.",
-                instance=target.instance, severity=Severity.WARNING,
+                instance=target.instance, severity=Severity.INFO,
                 evidence={"job": target.job, "up": None},
             )
         elif not target.up:
@@ -228,8 +232,9 @@ def load_imbalance(view: FleetView) -> Iterator[Hit]:
     What it checks: per model served by at least 3 replicas with on average `min-requests`
     (default 20) requests each in the window, each replica's request rate against the median
     of its peers: it fires at `imbalance-factor` (default 2) times more, or that many times
-    less. A replica far slower than its peers (TD901's latency or queue) is left out: a load
-    balancer that counts requests in flight sends it less, as it should.
+    less. Left out: a replica far slower than its peers (TD901's latency or queue), since a
+    load balancer that counts requests in flight sends it less, as it should; and one scraped
+    for less than 90% of the window (it joined or left within it: a rollout).
 
     Why it matters: the busiest replica queues and sets the fleet's tail latency while others
     idle; a replica with almost no traffic is often missing from the load balancer's pool
@@ -249,7 +254,8 @@ def load_imbalance(view: FleetView) -> Iterator[Hit]:
             continue
         rates = [t.requests / t.rates.window_s for t in serving]
         for traffic, rate, median in zip(serving, rates, peer_medians(rates), strict=True):
-            if (traffic.instance, model) in view.slow:
+            if (traffic.instance, model) in view.slow or view.presence.get(
+                    traffic.instance, 1.0) < WHOLE_WINDOW:
                 continue
             if median <= 0 or median / factor < rate < median * factor:
                 continue
@@ -327,7 +333,8 @@ def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
     and Mimir say so when a store did not answer: a partial response) are findings.
 
     Why it matters: the rules judged less than the fleet: a replica or a family of series may
-    be missing, so "no finding" does not mean healthy.
+    be missing, so "no finding" does not mean healthy. When queries failed and no replica
+    could be judged at all, it is an error: the run judged nothing.
 
     Example: `Prometheus query "increase": timeout: query timed out in expression evaluation`
     → raise --timeout or narrow --selector.
@@ -336,8 +343,12 @@ def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
     (its stores, for Thanos; its queriers, for Mimir).
     """
     fleet = view.fleet
+    judged_none = not any(r.server.samples and r.server.samples[-1].stats
+                          for r in fleet.replicas)
     for what, why in sorted(fleet.errors.items()):
-        yield Hit(message=f"Prometheus at {fleet.url}: {what}: {why}",
+        yield Hit(message=f"Prometheus at {fleet.url}: {what}: {why}"
+                  + ("; no replica could be judged" if judged_none else ""),
+                  severity=Severity.ERROR if judged_none else None,
                   fix="A query that timed out: raise --timeout. One the engine refused for its "
                   "size (too many samples): narrow --selector or shorten --window.",
                   evidence={"query": what})

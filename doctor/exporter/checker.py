@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from triton_doctor.checks.collect import (
+    FleetPoller,
     LivePoller,
     TargetError,
-    read_fleet,
     reread_repository,
     server_address,
 )
@@ -29,26 +29,6 @@ from triton_doctor.report.json_report import finding_dict
 #: Seconds between reads of the repository from disk: a deploy that changes it is judged
 #: within this, and a thousand models are not walked at every check.
 REPOSITORY_EVERY_S = 60.0
-
-
-class FleetPoller:
-    """Reads of a fleet from its engine (``invocation.sources.fleet``), each one query per
-    figure over the window ending now, judged with the repository read before (``base``); an
-    engine out of reach is recorded in the Evidence (TD603). Raises TargetError for a selector
-    the engine refuses or that matches nothing."""
-
-    def __init__(self, invocation: Invocation, base: Evidence) -> None:
-        self._invocation = invocation
-        #: Judged with every poll; the exporter replaces it when it reads the repository again.
-        self.repository = base.repository
-        self._options = base.options
-
-    def poll(self) -> Evidence:
-        evidence = Evidence(repository=self.repository)
-        evidence.fleet = read_fleet(self._invocation.sources, evidence)
-        evidence.options = self._invocation.options_for(evidence, earlier=self._options)
-        self._options = evidence.options
-        return evidence
 
 
 class Checker:

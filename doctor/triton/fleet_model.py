@@ -98,6 +98,16 @@ class FleetView:
             yield traffic, value, median, len(measured) - 1
 
     @cached_property
+    def presence(self) -> dict[str, float]:
+        """Instance -> the share of the window it was scraped in, against the most scrapes of
+        its job's targets (1.0: all of it; less: it joined or left within the window)."""
+        most: dict[str, int] = {}
+        for target in self.fleet.targets:
+            most[target.job] = max(most.get(target.job, 0), target.samples)
+        return {t.instance: t.samples / most[t.job] if most[t.job] else 1.0
+                for t in self.fleet.targets}
+
+    @cached_property
     def slow(self) -> frozenset[tuple[str, str]]:
         """(instance, model) of the replicas far slower than their peers (latency or queue):
         fewer requests reach a slow replica behind a load balancer that counts what is in

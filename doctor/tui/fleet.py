@@ -105,25 +105,6 @@ class FleetSource(Source):
         return fleet_frame(at, evidence, self.judge(evidence))
 
 
-class FleetPoller:
-    """``watch --prometheus``'s reads: the fleet now, with the repository read before the
-    polls began (``base``) and the target the run is judged for."""
-
-    def __init__(self, invocation: Invocation, base: Evidence) -> None:
-        self._invocation = invocation
-        self._repository = base.repository
-        self._options = base.options
-
-    def poll(self) -> Evidence:
-        from triton_doctor.checks.collect import read_fleet
-
-        evidence = Evidence(repository=self._repository)
-        evidence.fleet = read_fleet(self._invocation.sources, evidence)
-        evidence.options = self._invocation.options_for(evidence, earlier=self._options)
-        self._options = evidence.options
-        return evidence
-
-
 # --- the table -----------------------------------------------------------------------------
 
 
@@ -411,6 +392,8 @@ def fleet_app(invocation: Invocation, base: Evidence) -> FleetApp:
 
     asked = sources.fleet
     assert asked is not None
+    from triton_doctor.checks.collect import FleetPoller
+
     source = FleetSource(collect=FleetPoller(invocation, base).poll,
                          judge=invocation.judge, title=f"prometheus {hide_credentials(asked.url)}",
                          live=True)

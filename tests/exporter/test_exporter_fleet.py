@@ -90,10 +90,10 @@ def test_a_replicas_finding_is_under_its_instance_and_the_fleets_under_the_engin
     _check(ledger, _fleet("b:8002", errors={"increase": "timeout"}))
     page = _page(ledger)
     # instance, rule, name, severity, model, version: a replica down has no model (TD904), a
-    # query that failed is about no replica (TD907).
+    # query that failed is about no replica (TD907: an error, as no replica's traffic came).
     assert _findings(page) == {
         ("b:8002", "TD904", "replica-down", "error", "", ""),
-        (ENGINE, "TD907", "prometheus-partial-answer", "warning", "", "")}
+        (ENGINE, "TD907", "prometheus-partial-answer", "error", "", "")}
     assert all(set(labels) == set(FINDING_LABELS)
                for labels, _ in series(page, "triton_doctor_finding"))
     for name in ("triton_doctor_check_success", "triton_doctor_check_duration_seconds",

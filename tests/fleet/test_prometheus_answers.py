@@ -107,6 +107,8 @@ def fleet_of(url: str, timeout: float = 2.0, window: float = 60.0) -> FleetEvide
 
 
 COUNT = "count(nv_inference_count"
+#: The query of which instances are tritonservers.
+TRITON = "count by (instance) (last_over_time("
 UP = {"instance": "a:8002", "job": "triton"}
 
 
@@ -117,7 +119,8 @@ def test_a_replica_is_laid_out_as_its_endpoints_give_it(engine: Callable[..., En
     fam = "td_family"
     served = engine({
         COUNT: vector(({}, 3)),
-        "max_over_time(up": vector((UP, 1)),
+        TRITON: vector(({"instance": "a:8002"}, 1)),
+        "count_over_time(up": vector((UP, 12)),
         "increase(": vector(({**model, fam: "nv_inference_request_success"}, 120),
                             ({**model, fam: "nv_inference_exec_count"}, 60),
                             ({**model, fam: "nv_inference_count"}, 120),
@@ -191,8 +194,12 @@ def test_a_query_failing_later_and_warnings_are_partial_answers(
     """Kept apart from the figures and reported by TD907, not taken as zero traffic."""
     served = engine({
         COUNT: vector(({}, 3)),
+        TRITON: vector(({"instance": "a:8002"}, 1)),
         "increase(nv_inference_queue_duration_us": error(
             "timeout", "query timed out in expression evaluation", 503),
+        "increase(nv_inference_request_success": vector(
+            ({"instance": "a:8002", "model": "m", "version": "1",
+              "td_family": "nv_inference_request_success"}, 5)),
         "up{": vector((UP, 1), warnings=["store 10.0.0.3:10901 did not answer"]),
     })
     fleet = fleet_of(served.url)
@@ -217,15 +224,20 @@ def test_malformed_series_are_skipped_not_trusted(engine: Callable[..., Engine])
 
 @pytest.mark.parametrize(("given", "inside"), [
     ('{job="triton"}', 'job="triton"'),
-    ('job="triton", namespace=~"prod-.*"', 'job="triton", namespace=~"prod-.*"'),
+    ('job="triton", namespace=~"prod-.*"', 'job="triton",namespace=~"prod-.*"'),
     ("", ""),
     ('{pod="a}b"}', 'pod="a}b"'),
+    ("{job='x',}", 'job="x"'),
+    ('{path=`C:\\d`, n!~"\\\\d+"}', 'path="C:\\\\d",n!~"\\\\d+"'),
 ])
 def test_selectors_are_label_matchers(given: str, inside: str) -> None:
     assert matchers(given) == inside
 
 
-@pytest.mark.parametrize("given", ["up", '{job="x"', 'job="x"} or vector(1) or {a="b', "job"])
+@pytest.mark.parametrize("given", [
+    "up", '{job="x"', 'job="x"} or vector(1) or {a="b', "job",
+    # A PromQL comment: the rest of the line is not read, the next line is another query.
+    'job="a" #"\n} or vector(1) or up{z="\""'])
 def test_what_is_not_label_matchers_is_refused(given: str) -> None:
     with pytest.raises(SelectorRefused, match="is not label matchers"):
         matchers(given)
@@ -244,7 +256,8 @@ def test_a_replica_whose_api_does_not_answer_is_judged_from_its_series(
         engine: Callable[..., Engine]) -> None:
     """--ask-replicas: the replica's API at a closed port is TD907 on that replica, apart
     from the engine's own errors (the exporter keeps replicas' findings only for those)."""
-    served = engine({COUNT: vector(({}, 1)), "up{": vector((UP, 1))})
+    served = engine({COUNT: vector(({}, 1)), TRITON: vector(({"instance": "a:8002"}, 1)),
+                     "up{": vector((UP, 1))})
     fleet = collect_fleet(FleetRequest(served.url, "", 60, 2.0, ask_replicas=True,
                                        replica_url="http://127.0.0.1:1", clock=lambda: AT))
     assert fleet.errors == {} and list(fleet.replica_errors) == ["a:8002"]
@@ -274,3 +287,31 @@ def test_values_that_are_not_numbers_are_no_figures(engine: Callable[..., Engine
     (replica,) = fleet_of(served.url).replicas
     stats = replica.server.samples[-1].stats[0]
     assert (stats.success_count, stats.execution_count, stats.inference_count) == (0, 0, 7)
+
+
+def test_targets_that_are_not_tritonservers_are_no_replicas(
+        engine: Callable[..., Engine]) -> None:
+    """Without a selector every target answers ``up``: a node exporter that is down is not
+    a replica down, while a Triton replica down since before the window (no Triton series in
+    it) still is one, by its job."""
+    served = engine({
+        COUNT: vector(({}, 2)),
+        TRITON: vector(({"instance": "a:8002"}, 1)),
+        "count_over_time(up": vector(({**UP}, 12), ({"instance": "b:8002", "job": "triton"}, 12),
+                                     ({"instance": "node:9100", "job": "node"}, 12)),
+        "up{": vector((UP, 1), ({"instance": "b:8002", "job": "triton"}, 0),
+                      ({"instance": "node:9100", "job": "node"}, 0)),
+    })
+    fleet = collect_fleet(FleetRequest(served.url, "", 60, 2.0, clock=lambda: AT))
+    assert [(t.instance, t.up, t.samples) for t in fleet.targets] == [
+        ("a:8002", 1, 12), ("b:8002", 0, 12)]
+    result = run(Evidence(fleet=fleet), [r for r in all_rules() if r.id == "TD904"])
+    assert [f.instance for f in result.findings] == ["b:8002"]
+
+
+def test_queries_failing_with_no_replica_judged_is_an_error() -> None:
+    """Nothing judged is no verdict of health: TD907 is an error (exit 1), not a warning."""
+    fleet = FleetEvidence("http://prometheus:9090", errors={"the query of x": "timeout"})
+    result = run(Evidence(fleet=fleet), [r for r in all_rules() if r.id == "TD907"])
+    assert [str(f.severity) for f in result.findings] == ["error"]
+    assert result.findings[0].message.endswith("; no replica could be judged")
