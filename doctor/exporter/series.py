@@ -87,6 +87,10 @@ def outcomes(result: Result) -> tuple[list[str], list[str]]:
     return ran, skipped
 
 
+#: Checks in a row a fleet's replicas' last findings are kept while they go unjudged.
+KEPT_UNJUDGED = 10
+
+
 @dataclass(eq=False)  # registered by identity
 class Ledger:
     """The latest Check per server and the counts since start, read by every scrape while the
@@ -103,15 +107,22 @@ class Ledger:
     _runs: Counter[tuple[str, ...]] = field(default_factory=Counter)
     _skips: Counter[tuple[str, ...]] = field(default_factory=Counter)
     _checks_total: Counter[str] = field(default_factory=Counter)
+    #: Checks in a row that left a fleet's replicas unjudged, per instance.
+    _unjudged: Counter[str] = field(default_factory=Counter)
 
     def record(self, check: Check, at: float, ran: Sequence[str] = (),
                skipped: Sequence[str] = (), *, replicas_unjudged: bool = False) -> None:
         """``replicas_unjudged``: a fleet's engine was out of reach or answered in part, so its
         replicas were not judged in full: their last findings stay served (their alerts do not
-        resolve for want of an answer) beside the check's own (TD603, TD907)."""
+        resolve for want of an answer) beside the check's own (TD603, TD907), for at most
+        KEPT_UNJUDGED checks in a row: past them, what was not found again is not served (a
+        query that always fails must not hold resolved findings forever)."""
         with self._lock:
             before = self._checks.get(check.instance)
-            if replicas_unjudged and before is not None:
+            self._unjudged[check.instance] = (
+                self._unjudged[check.instance] + 1 if replicas_unjudged else 0)
+            kept = 0 < self._unjudged[check.instance] <= KEPT_UNJUDGED
+            if kept and before is not None:
                 check = replace(check, findings=check.findings | {
                     labels for labels in before.findings if labels[0] != check.instance})
             self._checks[check.instance] = check

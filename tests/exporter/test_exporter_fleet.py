@@ -27,6 +27,7 @@ from triton_doctor.exporter.checker import Checker, _replicas_unjudged
 from triton_doctor.exporter.series import (
     FINDING_LABELS,
     FLEET_SOURCES,
+    KEPT_UNJUDGED,
     Ledger,
     judged,
     outcomes,
@@ -148,6 +149,20 @@ def test_an_answer_whose_queries_failed_keeps_the_replicas_findings_too() -> Non
     assert not _replicas_unjudged(_fleet(replica_errors={"a:8002": "connection refused"}))
     assert not _replicas_unjudged(_fleet())
     assert _replicas_unjudged(_unreachable())
+
+
+def test_replicas_findings_kept_unjudged_go_after_a_bounded_number_of_checks() -> None:
+    """A query that fails at every check: the replicas' last findings are kept for
+    KEPT_UNJUDGED checks, not for ever (a replica fixed meanwhile would page on)."""
+    ledger = Ledger(_invocation("--prometheus", ENGINE_URL).rules)
+    _check(ledger, _fleet("b:8002"))
+    partial = _fleet(errors={"the query of request counts over the window (increase)":
+                             "timeout"})
+    for _ in range(KEPT_UNJUDGED):
+        _check(ledger, partial, unjudged=True)
+    assert ("b:8002", "TD904") in {(lb[0], lb[1]) for lb in _findings(_page(ledger))}
+    _check(ledger, partial, unjudged=True)
+    assert {(lb[0], lb[1]) for lb in _findings(_page(ledger))} == {(ENGINE, "TD907")}
 
 
 def test_a_failed_first_fleet_check_serves_prometheus_as_not_read() -> None:
