@@ -12,15 +12,15 @@ from typing import TYPE_CHECKING
 from triton_doctor import snapshot
 from triton_doctor.checks.repository import TargetError, collect_repository
 from triton_doctor.checks.unavailable import SourceUnavailable
-from triton_doctor.checks.urls import hide_credentials, metrics_endpoint
+from triton_doctor.checks.urls import hide_credentials, metrics_endpoint, prometheus_base
 from triton_doctor.evidence import Evidence, FleetEvidence, LogEvidence, RepositoryEvidence
 
 if TYPE_CHECKING:
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
 
-__all__ = ["FleetPoller", "LivePoller", "TargetError", "collect", "hide_credentials", "read_fleet",
-           "reread_repository", "server_address"]
+__all__ = ["FleetPoller", "LivePoller", "TargetError", "collect", "hide_credentials",
+           "prometheus_base", "read_fleet", "reread_repository", "server_address"]
 
 
 def server_address(url: str) -> str:

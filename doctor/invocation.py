@@ -485,7 +485,7 @@ def _fleet(args: argparse.Namespace, url: str | None) -> Fleet | None:
     if one_server:
         raise UsageError(f"--prometheus judges a fleet from its series; {', '.join(one_server)} "
                          "name(s) one server: give one or the other")
-    from triton_doctor.checks.urls import prometheus_base
+    from triton_doctor.checks.collect import prometheus_base
 
     try:
         prometheus_base(prometheus)
