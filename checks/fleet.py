@@ -263,6 +263,7 @@ class _Queries:
                               f"{self.window}) > 0"))
         rows.append((GPU_USED, f"max by ({GPU_LABELS}) ({self.of(GPU_USED)} offset "
                                f"{self.window})"))
+        rows.append(("up", f"max by (instance) ({self.of('up')} offset {self.window})"))
         return _joined(rows)
 
     def summed(self, name: str, form: str) -> str:
@@ -356,8 +357,9 @@ def _replicas(fleet: FleetEvidence, vectors: dict[str, Vector]) -> list[FleetRep
     slope = _by_instance(vectors.get("slope"))
     up = {t.instance for t in fleet.targets if t.up}
     instances = sorted(up | set(end) | set(increase))
+    start_read = "start" in vectors
     return [_replica(name, fleet, increase.get(name, {}), start.get(name, {}),
-                     end.get(name, {}), slope.get(name, {}))
+                     end.get(name, {}), slope.get(name, {}), start_read)
             for name in instances if name]
 
 
@@ -365,7 +367,10 @@ def _replica(instance: str, fleet: FleetEvidence,
              increase: dict[str, list[tuple[dict[str, str], float]]],
              start: dict[str, list[tuple[dict[str, str], float]]],
              end: dict[str, list[tuple[dict[str, str], float]]],
-             slope: dict[str, list[tuple[dict[str, str], float]]]) -> FleetReplica:
+             slope: dict[str, list[tuple[dict[str, str], float]]],
+             start_read: bool) -> FleetReplica:
+    """``start_read``: whether the window's start was read (when not, nothing says the
+    replica was not there then)."""
     began = fleet.at - fleet.window_s
     before: dict[tuple[str, str], ModelStats] = {}
     after: dict[tuple[str, str], ModelStats] = {}
@@ -399,6 +404,7 @@ def _replica(instance: str, fleet: FleetEvidence,
                                 scrapes=[first_scrape, last_scrape]),
         gpu=_gpus(start, end),
         versions={model: sorted(found, key=_version_order) for model, found in versions.items()},
+        seen_at_start=bool(start.get("up")) or not start_read,
         gpu_memory_slope=_halves(slope),
     )
 

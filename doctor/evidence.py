@@ -593,6 +593,10 @@ class FleetReplica:
     gpu: GpuEvidence | None = None
     #: Model -> the versions it serves now (those with series at the window's end).
     versions: dict[str, list[str]] = field(default_factory=dict)
+    #: Whether Prometheus holds the replica at the window's start; False when it joined within
+    #: the window, or Prometheus is younger than the window: what compares with the start
+    #: (compute time before, TD615; GPU memory then, TD903) cannot be judged.
+    seen_at_start: bool = True
     #: GPU uuid -> growth of memory used in the window's first half and in its second, bytes
     #: per second (``deriv``): a trend grows in both, a step (one model loaded) in one.
     gpu_memory_slope: dict[str, list[float]] = field(default_factory=dict)

@@ -330,7 +330,9 @@ def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
     What it checks: every query triton-doctor made answered, without warnings. A query that
     failed (a timeout, an error of the engine), a replica's API that did not answer or was not
     asked (`--ask-replicas` reads at most 500), and each warning the engine attached (Thanos
-    and Mimir say so when a store did not answer: a partial response) are findings.
+    and Mimir say so when a store did not answer: a partial response) are findings. Replicas
+    Prometheus holds nothing of at the window's start (new ones, or a Prometheus younger than
+    the window) are said once, as info.
 
     Why it matters: the rules judged less than the fleet: a replica or a family of series may
     be missing, so "no finding" does not mean healthy. When queries failed and no replica
@@ -361,6 +363,16 @@ def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
         yield Hit(message=f"the APIs of {fleet.unasked} replicas were not read: --ask-replicas "
                   "reads at most the first 500", fix="Narrow --selector to ask them all.",
                   evidence={"unasked": fleet.unasked})
+    late = [r.instance for r in fleet.replicas if not r.seen_at_start]
+    if late:
+        yield Hit(message=f"Prometheus holds no sample of {len(late)} of "
+                  f"{len(fleet.replicas)} replicas from the window's start "
+                  f"({', '.join(late[:5])}{', ...' if len(late) > 5 else ''}): they joined "
+                  "within the window, or Prometheus is younger than it, so what compares with "
+                  "the start (TD615, TD903) did not judge them",
+                  fix="Give a --window that Prometheus holds (less than its age), or run again "
+                  "once the replicas have served a whole window.", severity=Severity.INFO,
+                  evidence={"replicas_without_start": len(late)})
     for warning in fleet.warnings:
         yield Hit(message=f"Prometheus at {fleet.url} warns: {warning}",
                   fix="The answer is partial: look at the engine's stores (Thanos) or queriers "

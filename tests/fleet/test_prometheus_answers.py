@@ -107,6 +107,8 @@ def fleet_of(url: str, timeout: float = 2.0, window: float = 60.0) -> FleetEvide
 
 
 COUNT = "count(nv_inference_count"
+#: The query of the window's start (its ``up`` row: the replica was there then).
+START = "offset"
 #: The query of which instances are tritonservers.
 TRITON = "count by (instance) (last_over_time("
 UP = {"instance": "a:8002", "job": "triton"}
@@ -195,6 +197,7 @@ def test_a_query_failing_later_and_warnings_are_partial_answers(
     served = engine({
         COUNT: vector(({}, 3)),
         TRITON: vector(({"instance": "a:8002"}, 1)),
+        START: vector(({"instance": "a:8002", "td_family": "up"}, 1)),
         "increase(nv_inference_queue_duration_us": error(
             "timeout", "query timed out in expression evaluation", 503),
         "increase(nv_inference_request_success": vector(
@@ -257,6 +260,7 @@ def test_a_replica_whose_api_does_not_answer_is_judged_from_its_series(
     """--ask-replicas: the replica's API at a closed port is TD907 on that replica, apart
     from the engine's own errors (the exporter keeps replicas' findings only for those)."""
     served = engine({COUNT: vector(({}, 1)), TRITON: vector(({"instance": "a:8002"}, 1)),
+                     START: vector(({"instance": "a:8002", "td_family": "up"}, 1)),
                      "up{": vector((UP, 1))})
     fleet = collect_fleet(FleetRequest(served.url, "", 60, 2.0, ask_replicas=True,
                                        replica_url="http://127.0.0.1:1", clock=lambda: AT))
@@ -315,3 +319,20 @@ def test_queries_failing_with_no_replica_judged_is_an_error() -> None:
     result = run(Evidence(fleet=fleet), [r for r in all_rules() if r.id == "TD907"])
     assert [str(f.severity) for f in result.findings] == ["error"]
     assert result.findings[0].message.endswith("; no replica could be judged")
+
+
+def test_replicas_prometheus_holds_nothing_of_at_the_window_start_are_said(
+        engine: Callable[..., Engine]) -> None:
+    """A Prometheus younger than the window (or a replica new in it): TD615 and TD903 cannot
+    judge without the start, and the report says so once (info), not by silence."""
+    served = engine({COUNT: vector(({}, 2)),
+                     TRITON: vector(({"instance": "a:8002"}, 1), ({"instance": "b:8002"}, 1)),
+                     START: vector(({"instance": "a:8002", "td_family": "up"}, 1)),
+                     "up{": vector((UP, 1), ({"instance": "b:8002", "job": "triton"}, 1))})
+    fleet = fleet_of(served.url)
+    assert [(r.instance, r.seen_at_start) for r in fleet.replicas] == [
+        ("a:8002", True), ("b:8002", False)]
+    result = run(Evidence(fleet=fleet), [r for r in all_rules() if r.id == "TD907"])
+    assert [(str(f.severity), f.evidence) for f in result.findings] == [
+        ("info", {"replicas_without_start": 1})]
+    assert "of 1 of 2 replicas from the window's start (b:8002)" in result.findings[0].message
