@@ -100,9 +100,9 @@ def _run_live(
         if missing:
             unavailable = view.evidence.unavailable
             why = "; ".join(
-                f"{part}: {unavailable.get(part) or unavailable.get(_PART_OF.get(part, part))}"
-                if part in unavailable or _PART_OF.get(part, part) in unavailable
-                else f"{part}: not collected"
+                f"{part}: "
+                + (unavailable.get(part) or unavailable.get(_PART_OF.get(part, part))
+                   or "not collected")
                 for part in missing
             )
             result.skipped.append(Skipped(candidate.id, None, why))

@@ -45,32 +45,20 @@ def replica_outlier(view: FleetView) -> Iterator[Hit]:
     Fix: take the replica out of the pool (or restart it) and compare it with a healthy one:
     its GPU's clocks and other processes, its node, its server log, its model's config.
     """
-    factor, floor = view.threshold("outlier-factor"), view.threshold("queue-ms")
-    failing = view.threshold("failure-rate")
-    for model in sorted(view.traffic):
-        found: dict[str, list[tuple[str, float, float, int]]] = {}
-        requests: dict[str, int] = {}
-        for figure in OUTLIER_FIGURES:
-            for traffic, value, median, peers in view.compared(model, figure):
-                far = value >= factor * median and (
-                    value > failing if figure == "failures" else value - median >= floor)
-                if far:
-                    found.setdefault(traffic.instance, []).append((figure, value, median, peers))
-                    requests[traffic.instance] = traffic.requests
-        for instance, figures in found.items():
-            peers = figures[0][3]
-            shown = "; ".join(_compared(figure, value, median)
-                              for figure, value, median, _ in figures)
+    for model, replicas in view.outliers.items():
+        for instance, figures in replicas.items():
+            peers, requests = figures[0].peers, figures[0].requests
+            shown = "; ".join(_compared(f.figure, f.value, f.peers_median) for f in figures)
             yield Hit(
                 message=f"{model} on {instance}, against the median of its {peers} peers over "
-                f"the window ({requests[instance]} requests): {shown}",
+                f"the window ({requests} requests): {shown}",
                 fix=f"Drain {instance} (or restart it) and compare it with a peer: its GPU "
                 "(clocks, other processes), node, server log and the model's config.",
                 model=model, instance=instance,
-                evidence={"peers": peers, "requests": requests[instance],
-                          **{f"{figure}": round(value, 4) for figure, value, _, _ in figures},
-                          **{f"{figure}_peers_median": round(median, 4)
-                             for figure, _, median, _ in figures}},
+                evidence={"peers": peers, "requests": requests,
+                          **{f.figure: round(f.value, 4) for f in figures},
+                          **{f"{f.figure}_peers_median": round(f.peers_median, 4)
+                             for f in figures}},
             )
 
 
@@ -360,8 +348,9 @@ def prometheus_partial_answer(view: FleetView) -> Iterator[Hit]:
                   "port 8000) and that this machine can reach the replicas.",
                   instance=instance, evidence={"replica_api": instance})
     if fleet.unasked:
+        asked = len(fleet.replicas) - fleet.unasked
         yield Hit(message=f"the APIs of {fleet.unasked} replicas were not read: --ask-replicas "
-                  "reads at most the first 500", fix="Narrow --selector to ask them all.",
+                  f"reads at most the first {asked}", fix="Narrow --selector to ask them all.",
                   evidence={"unasked": fleet.unasked})
     late = [r.instance for r in fleet.replicas if not r.seen_at_start]
     if late:

@@ -37,6 +37,18 @@ class Traffic:
         return self.rates.requests + self.rates.failures
 
 
+@dataclass(frozen=True)
+class Outlying:
+    """One figure on which a replica is far from its peers."""
+
+    figure: str
+    value: float
+    peers_median: float
+    peers: int
+    #: The replica's requests to the model in the window.
+    requests: int
+
+
 class FleetView:
     """The fleet part of the Evidence, indexed for the fleet rules."""
 
@@ -108,17 +120,31 @@ class FleetView:
                 for t in self.fleet.targets}
 
     @cached_property
+    def outliers(self) -> dict[str, dict[str, list[Outlying]]]:
+        """Model -> instance -> the figures on which that replica is far from its peers (TD901):
+        at ``outlier-factor`` times the peers' median and, for times, at least ``queue-ms``
+        above it; for failures, also above ``failure-rate``."""
+        factor, floor = self.threshold("outlier-factor"), self.threshold("queue-ms")
+        failing = self.threshold("failure-rate")
+        found: dict[str, dict[str, list[Outlying]]] = {}
+        for model in sorted(self.traffic):
+            for figure in OUTLIER_FIGURES:
+                for traffic, value, median, peers in self.compared(model, figure):
+                    if value >= factor * median and (
+                            value > failing if figure == "failures" else value - median >= floor):
+                        found.setdefault(model, {}).setdefault(traffic.instance, []).append(
+                            Outlying(figure, value, median, peers, traffic.requests))
+        return found
+
+    @cached_property
     def slow(self) -> frozenset[tuple[str, str]]:
         """(instance, model) of the replicas far slower than their peers (latency or queue):
         fewer requests reach a slow replica behind a load balancer that counts what is in
         flight, so its low share of the traffic is not a balancing fault."""
-        factor = self.threshold("outlier-factor")
-        floor = self.threshold("queue-ms")
-        return frozenset(
-            (traffic.instance, model)
-            for model in self.traffic for figure in ("latency", "queue")
-            for traffic, value, median, _ in self.compared(model, figure)
-            if value >= factor * median and value - median >= floor)
+        return frozenset((instance, model)
+                         for model, replicas in self.outliers.items()
+                         for instance, figures in replicas.items()
+                         if any(f.figure in ("latency", "queue") for f in figures))
 
 
 def peer_medians(values: list[float]) -> list[float]:
