@@ -7,6 +7,7 @@ so a rule can say "skipped: <why>" instead of guessing.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -666,67 +667,140 @@ def to_jsonable(value: Any) -> Any:
 def from_jsonable(cls: Any, data: Any, path: str = "evidence") -> Any:
     """Rebuild a dataclass tree written by ``to_jsonable``, driven by the type hints.
 
-    A snapshot is untrusted input: every value's type is checked on the way in, so that a
-    wrong one is an EvidenceError naming its field (``evidence.server.models[0].name``), not
-    a traceback later in whatever reads it."""
+    A snapshot (or a cache entry) is untrusted input: every value's type is checked on the way
+    in, so that a wrong one is an EvidenceError naming its field
+    (``evidence.server.models[0].name``), not a traceback later in whatever reads it. The
+    decoder of each type is built once from its hints, and a field's path is spelt only for
+    the error: a cached repository of 1,000 models decodes in tens of milliseconds."""
+    try:
+        return _decoder(cls)(data)
+    except _Misfit as misfit:
+        raise EvidenceError(path + "".join(reversed(misfit.steps)), misfit.problem) from None
+
+
+class _Misfit(Exception):
+    """A value without its field's shape; ``steps`` lead to it, innermost first."""
+
+    def __init__(self, problem: str, step: str = "") -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.steps = [step] if step else []
+
+
+Decoder = typing.Callable[[Any], Any]
+
+
+@functools.cache
+def _decoder(cls: Any) -> Decoder:
     origin = typing.get_origin(cls)
     if origin in (typing.Union, types.UnionType):
-        if data is None:
-            return None
         options = [arg for arg in typing.get_args(cls) if arg is not type(None)]
-        return from_jsonable(options[0], data, path)
+        return _optional(options[0])
     if origin is list:
-        (item_type,) = typing.get_args(cls)
-        return [from_jsonable(item_type, item, f"{path}[{index}]")
-                for index, item in enumerate(_expect(list, data, path))]
+        return _list_of(typing.get_args(cls)[0])
     if origin is dict:
-        _, item_type = typing.get_args(cls)
-        return {_key(key, path): from_jsonable(item_type, item, f"{path}.{key}")
-                for key, item in _expect(dict, data, path).items()}
+        return _dict_of(typing.get_args(cls)[1])
     if dataclasses.is_dataclass(cls):
-        data = _expect(dict, data, path)
-        hints = typing.get_type_hints(cls)
+        return _dataclass(cls)
+    return functools.partial(_leaf, cls)
+
+
+def _optional(cls: Any) -> Decoder:
+    def decode(data: Any) -> Any:
+        return None if data is None else _decoder(cls)(data)
+
+    return decode
+
+
+def _list_of(cls: Any) -> Decoder:
+    def decode(data: Any) -> list[Any]:
+        item = _decoder(cls)
+        items = _expect(list, data)
+        try:
+            return [item(value) for value in items]
+        except _Misfit as misfit:
+            index = next(i for i, value in enumerate(items) if _misfits(item, value))
+            misfit.steps.append(f"[{index}]")
+            raise
+
+    return decode
+
+
+def _dict_of(cls: Any) -> Decoder:
+    def decode(data: Any) -> dict[str, Any]:
+        item = _decoder(cls)
+        decoded = {}
+        for key, value in _expect(dict, data).items():
+            if not isinstance(key, str):
+                raise _Misfit(f"keys must be strings, not {_json_kind(key)}")
+            try:
+                decoded[key] = item(value)
+            except _Misfit as misfit:
+                misfit.steps.append(f".{key}")
+                raise
+        return decoded
+
+    return decode
+
+
+def _dataclass(cls: Any) -> Decoder:
+    fields: list[tuple[str, Decoder, bool]] = []
+
+    def decode(data: Any) -> Any:
+        if not fields:  # resolved on first use: a type may name itself, or one not yet defined
+            hints = typing.get_type_hints(cls)
+            fields.extend(
+                (f.name, _decoder(hints[f.name]),
+                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
+                for f in dataclasses.fields(cls) if not f.metadata.get("transient"))
+        data = _expect(dict, data)
         kwargs = {}
-        for f in dataclasses.fields(cls):
-            if f.name in data and not f.metadata.get("transient"):
-                kwargs[f.name] = from_jsonable(hints[f.name], data[f.name], f"{path}.{f.name}")
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise EvidenceError(f"{path}.{f.name}", "missing")
-        return cls(**kwargs)  # type: ignore[operator]
-    return _leaf(cls, data, path)
+        for name, decode_field, required in fields:
+            if name in data:
+                try:
+                    kwargs[name] = decode_field(data[name])
+                except _Misfit as misfit:
+                    misfit.steps.append(f".{name}")
+                    raise
+            elif required:
+                raise _Misfit("missing", f".{name}")
+        return cls(**kwargs)
+
+    return decode
 
 
-def _leaf(cls: Any, data: Any, path: str) -> Any:
+def _misfits(decode: Decoder, value: Any) -> bool:
+    try:
+        decode(value)
+    except _Misfit:
+        return True
+    return False
+
+
+def _leaf(cls: Any, data: Any) -> Any:
     if cls is Any:
         if too_deep(data):
-            raise EvidenceError(path, f"nested deeper than {MAX_JSON_DEPTH} levels")
+            raise _Misfit(f"nested deeper than {MAX_JSON_DEPTH} levels")
         return data
     if cls is float:
-        number = _expect(float, data, path)
+        number = _expect(float, data)
         if not math.isfinite(number):
-            raise EvidenceError(path, f"must be a finite number, not {number}")
+            raise _Misfit(f"must be a finite number, not {number}")
         return number
-    value = _expect(cls, data, path)
+    value = _expect(cls, data)
     if cls is int and not INT64_MIN <= value <= UINT64_MAX:
-        raise EvidenceError(path, f"must be an integer within 64 bits, not {value}")
+        raise _Misfit(f"must be an integer within 64 bits, not {value}")
     return value
 
 
-def _expect(cls: Any, data: Any, path: str) -> Any:
+def _expect(cls: Any, data: Any) -> Any:
     """``data`` when JSON gave the type ``cls`` needs (an int for a float too), else the error."""
     if cls is bool or not isinstance(data, bool):  # JSON's true is no number
         if cls is float and isinstance(data, int) and INT64_MIN <= data <= UINT64_MAX:
             return float(data)
         if isinstance(data, cls):
             return data
-    raise EvidenceError(path, f"must be {_JSON_KINDS.get(cls, cls.__name__)}, "
-                        f"not {_json_kind(data)}")
-
-
-def _key(key: Any, path: str) -> str:
-    if not isinstance(key, str):
-        raise EvidenceError(path, f"keys must be strings, not {_json_kind(key)}")
-    return key
+    raise _Misfit(f"must be {_JSON_KINDS.get(cls, cls.__name__)}, not {_json_kind(data)}")
 
 
 _JSON_KINDS = {str: "a string", int: "an integer", float: "a number", bool: "true or false",
