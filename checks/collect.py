@@ -13,11 +13,12 @@ from triton_doctor import snapshot
 from triton_doctor.checks.repository import TargetError, collect_repository
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import hide_credentials, metrics_endpoint, prometheus_base
-from triton_doctor.evidence import Evidence, FleetEvidence, LogEvidence, RepositoryEvidence
+from triton_doctor.evidence import Evidence, RepositoryEvidence
 
 if TYPE_CHECKING:
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
+    from triton_doctor.live_evidence import FleetEvidence, LogEvidence
 
 __all__ = ["FleetPoller", "LivePoller", "TargetError", "collect", "hide_credentials",
            "prometheus_base", "read_fleet", "reread_repository", "server_address"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import errno
 import os
 import sys
@@ -66,6 +65,8 @@ class _Parser(argparse.ArgumentParser):
 
 def _did_you_mean(word: str, known: Sequence[str]) -> str:
     """``; did you mean X?`` for the known word closest to ``word``, or nothing."""
+    import difflib  # only on a usage error
+
     close = difflib.get_close_matches(word, known, n=1)
     return f"; did you mean {close[0]}?" if close else ""
 

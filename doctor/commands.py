@@ -100,12 +100,15 @@ def check(invocation: Invocation) -> int:
         statistics = per_rule(f for f in result.findings
                               if not output.quiet or f.severity >= output.fail_on)
     if output.format == "json":
-        from triton_doctor.report import baselined, json_report
-        from triton_doctor.report.several import summaries
+        from triton_doctor.report import json_report
 
+        held_back = None
+        if known:
+            from triton_doctor.report.baselined import json_parts
+
+            held_back = json_parts(known)
         report = json_report.render(result, _judged(invocation, evidence), code,
-                                    summaries(parts) or None, statistics,
-                                    baselined.json_parts(known) if known else None)
+                                    json_report.summaries(parts) or None, statistics, held_back)
     elif output.format in ("sarif", "github", "gitlab", "junit"):
         from triton_doctor.report import platforms
 
@@ -114,15 +117,18 @@ def check(invocation: Invocation) -> int:
             list(invocation.rules), output.fail_on, _checkout_root(invocation),
             known.baselined if known else (), output.write_baseline or output.baseline)
     else:
-        from triton_doctor.report import baselined, several
-        from triton_doctor.report.statistics import table
+        from triton_doctor.report import several
 
         report = several.render(
             parts, colour=output.colour, settings=invocation.settings_source,
             gpus=evidence.options.gpus, quiet_below=output.fail_on if output.quiet else None)
         if statistics is not None and (report or not output.quiet):
+            from triton_doctor.report.statistics import table
+
             report += table(statistics)
         if known is not None and not output.quiet:
+            from triton_doctor.report import baselined
+
             report += baselined.text(known, output.write_baseline or output.baseline or "")
     return _written(report, output.path) or code
 

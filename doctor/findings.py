@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import hashlib
 import re
 from dataclasses import dataclass
 from dataclasses import field as default
@@ -85,6 +84,8 @@ class Finding:
         ``/abs/repo``, on any machine, and wherever the field sits in config.pbtxt (no line
         numbers). Text from a snapshot or a server may hold lone surrogates (JSON's
         ``\\ud800``): hashed as they are."""
+        import hashlib  # only where findings are reported
+
         message = self.message
         if self.root:
             # The root where a path starts (not inside a longer name, nor "." of "../").

@@ -12,6 +12,8 @@ import math
 import re
 from collections.abc import Callable
 
+from triton_doctor.lazy_pattern import LazyPattern
+
 
 def seconds(low: float, high: float, *, low_excluded: bool = False) -> Callable[[str], float]:
     """A number of seconds from ``low`` (or more than it) to ``high``."""
@@ -46,7 +48,7 @@ def count(low: int, high: int) -> Callable[[str], int]:
 
 
 #: A Prometheus duration: one or more number-unit pairs, largest unit first (1h30m).
-_DURATION = re.compile(r"(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?(?:\d+ms)?")
+_DURATION = LazyPattern(r"(?:\d+y)?(?:\d+w)?(?:\d+d)?(?:\d+h)?(?:\d+m)?(?:\d+s)?(?:\d+ms)?")
 
 
 def duration(text: str) -> str:

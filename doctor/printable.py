@@ -18,6 +18,8 @@ newlines and colours are theirs).
 
 from __future__ import annotations
 
+from functools import cache
+
 _BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
 #: Zero width space, word joiner, zero width no-break space (a BOM inside text). The zero width
 #: (non-)joiners stay: scripts and emoji sequences need them.
@@ -33,17 +35,28 @@ def _escape(code: int) -> str:
     return _NAMED.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
-_ONE_LINE = {code: _escape(code) for code in _UNSAFE}
-_LINES = {code: escaped for code, escaped in _ONE_LINE.items() if code != 0x0A}
-#: What JSON (written with ensure_ascii=False) leaves raw, as JSON's own \\u escapes.
-_JSON = {code: f"\\u{code:04x}" for code in _UNSAFE if code >= 0x7F}
+# The translation tables hold thousands of entries (the surrogates): built on first use.
+@cache
+def _one_line() -> dict[int, str]:
+    return {code: _escape(code) for code in _UNSAFE}
+
+
+@cache
+def _lines() -> dict[int, str]:
+    return {code: escaped for code, escaped in _one_line().items() if code != 0x0A}
+
+
+@cache
+def _json() -> dict[int, str]:
+    """What JSON (written with ensure_ascii=False) leaves raw, as JSON's own \\u escapes."""
+    return {code: f"\\u{code:04x}" for code in _UNSAFE if code >= 0x7F}
 
 
 def printable(text: str, keep_newlines: bool = False) -> str:
     """``text`` with every character that acts on a terminal escaped; ``keep_newlines`` keeps
     LF as a line break, for text of several lines (a server's traceback), whose lines the
     caller then indents under its own."""
-    return text.translate(_LINES if keep_newlines else _ONE_LINE)
+    return text.translate(_lines() if keep_newlines else _one_line())
 
 
 def json_printable(document: str) -> str:
@@ -51,7 +64,7 @@ def json_printable(document: str) -> str:
     raw that a terminal would act on (C1 controls, bidi controls, line separators, lone
     surrogates) as ``\\uXXXX``: equal JSON, safe to print. Outside strings JSON text holds
     none of them, so each one is inside a string, where the escape means the same."""
-    return document.translate(_JSON)
+    return document.translate(_json())
 
 
 def display_name(name: str) -> str:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass, field
-from difflib import get_close_matches
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
@@ -237,6 +236,8 @@ def _no_unknown(table: dict[str, Any], known: set[str] | dict[str, Any], what: s
     """A misspelt key is an error, not silently ignored: say which, and the likely one."""
     unknown = sorted(set(table) - set(known))
     if unknown:
+        from difflib import get_close_matches  # only for a mistyped key
+
         named = []
         for key in unknown:
             close = get_close_matches(key, list(known), n=1)

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from triton_doctor.evidence import LogOccurrence
 from triton_doctor.findings import Hit
 from triton_doctor.registry import RULES, rule
 from triton_doctor.rules._common import first_line
 from triton_doctor.triton.server_log import seconds_between
 from triton_doctor.triton.server_model import LiveView
+
+if TYPE_CHECKING:
+    from triton_doctor.live_evidence import LogOccurrence
 
 MIB = 1024 * 1024
 #: Python's words for an exception, as the stub passes them on: ``RuntimeError: why``.

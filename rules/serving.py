@@ -11,13 +11,16 @@ give.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from triton_doctor.evidence import ServerEvidence, ServerModel
 from triton_doctor.findings import Finding, Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import first_line
 from triton_doctor.server_words import explain_reason
 from triton_doctor.triton.server_model import LiveView, ModelRates
+
+if TYPE_CHECKING:
+    from triton_doctor.live_evidence import ServerEvidence, ServerModel
 
 
 @rule("TD601", "model-not-ready", "error", "A model is not ready on the server", scope="live",

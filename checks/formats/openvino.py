@@ -14,12 +14,15 @@ standard library has no hardened XML parser and real IR files never use any of t
 from __future__ import annotations
 
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, TensorInfo
 from triton_doctor.safe_files import FileTooLarge, read_file
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 MAX_XML_BYTES = 64 * 1024 * 1024
 
@@ -75,6 +78,8 @@ def parse_ir(path: str, data: bytes) -> ModelFile:
     if refused:
         found.problem = refused
         return found
+    import xml.etree.ElementTree as ET  # only a run with OpenVINO models reads XML
+
     try:
         root = ET.fromstring(data)
     except ET.ParseError as error:

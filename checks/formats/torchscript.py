@@ -14,7 +14,6 @@ with ``pickletools.genops`` (to learn the module's class name) and the code is p
 from __future__ import annotations
 
 import ast
-import pickletools
 import struct
 import zipfile
 import zlib
@@ -217,6 +216,8 @@ def _read_member(
 
 def _is_legacy_torch_save(head: bytes) -> bool:
     """Legacy torch.save pickles a magic number first (protocol 2, LONG1)."""
+    import pickletools  # only a run with TorchScript models disassembles pickles
+
     try:
         for opcode, arg, _ in pickletools.genops(head):
             if opcode.name == "PROTO":
@@ -229,6 +230,8 @@ def _is_legacy_torch_save(head: bytes) -> bool:
 
 def _first_global(data: bytes) -> tuple[str, str] | None:
     """(module, class) of the first GLOBAL / STACK_GLOBAL opcode, found by disassembly only."""
+    import pickletools
+
     strings: list[str] = []
     memo: dict[int, str] = {}
     memo_count = 0

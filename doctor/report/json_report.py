@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from triton_doctor import __version__
@@ -11,6 +12,8 @@ from triton_doctor.findings import Finding, Severity
 from triton_doctor.printable import json_printable
 
 REPORT_SCHEMA = "triton-doctor/report/v1"
+#: A repository's path (None for a run without one: a server, a snapshot) and its Result.
+Part = tuple["str | None", Result]
 
 
 def finding_dict(finding: Finding) -> dict[str, Any]:
@@ -50,6 +53,11 @@ def summary(result: Result) -> dict[str, int]:
         "suppressed": len(result.suppressed),
         "without_model_files": result.without_model_files,
     }
+
+
+def summaries(parts: Sequence[Part]) -> list[dict[str, Any]]:
+    """``summary.repositories``: each repository's counts, in the order given."""
+    return [{"path": path, **summary(result)} for path, result in parts if path is not None]
 
 
 def render(result: Result, target: dict[str, Any], exit_code: int,

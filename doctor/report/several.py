@@ -1,25 +1,16 @@
-"""The text report over the repositories of one ``check`` (one or several), and the summary
-of each for the JSON report: each repository's findings under its name and its own summary
-line, then the total."""
+"""The text report over the repositories of one ``check`` (one or several): each
+repository's findings under its name and its own summary line, then the total (the JSON
+report's summary of each is ``json_report.summaries``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from triton_doctor.engine import Result, merged
+from triton_doctor.engine import merged
 from triton_doctor.findings import Severity
 from triton_doctor.printable import printable
 from triton_doctor.report import text
-from triton_doctor.report.json_report import summary
-
-#: A repository's path (None for a run without one: a server, a snapshot) and its Result.
-Part = tuple["str | None", Result]
-
-
-def summaries(parts: Sequence[Part]) -> list[dict[str, Any]]:
-    """``summary.repositories``: each repository's counts, in the order given."""
-    return [{"path": path, **summary(result)} for path, result in parts if path is not None]
+from triton_doctor.report.json_report import Part
 
 
 def render(parts: Sequence[Part], colour: bool = False, settings: str | None = None,

@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_TOKEN = re.compile(
+from triton_doctor.lazy_pattern import LazyPattern
+
+_TOKEN = LazyPattern(
     r"""
     (?P<space>[ \t\r\f\v]+) | (?P<newline>\n) | (?P<comment>\#[^\n]*)
     | (?P<string>"[^"\\\n]*(?:\\.[^"\\\n]*)*"?|'[^'\\\n]*(?:\\.[^'\\\n]*)*'?)
@@ -21,7 +23,7 @@ _TOKEN = re.compile(
 )
 
 
-_IDENTIFIER = re.compile(r"^[A-Za-z_]\w*$")
+_IDENTIFIER = LazyPattern(r"^[A-Za-z_]\w*$")
 
 
 def _tokens(text: str) -> list[tuple[str, int]]:

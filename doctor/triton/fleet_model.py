@@ -10,9 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from triton_doctor.evidence import CheckOptions, Evidence, FleetEvidence, FleetReplica
+from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.triton.server_model import THRESHOLDS, LiveView, ModelRates
+
+if TYPE_CHECKING:
+    from triton_doctor.live_evidence import FleetEvidence, FleetReplica
 
 #: What judges a replica's part in a model's traffic, by name: the figure and its unit.
 OUTLIER_FIGURES: dict[str, tuple[str, Callable[[ModelRates], float | None]]] = {

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import math
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from triton_doctor.evidence import MetricSample, MetricsEvidence, MetricsScrape
+if TYPE_CHECKING:
+    from triton_doctor.live_evidence import MetricSample, MetricsEvidence, MetricsScrape
 
 #: (model, version) as Triton labels its per-model samples.
 ModelKey = tuple[str, str]

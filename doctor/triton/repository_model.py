@@ -7,7 +7,6 @@ fills in. Everything here is pure: no I/O, computed once per check.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -23,6 +22,7 @@ from triton_doctor.evidence import (
     RepositoryEvidence,
     Subdir,
 )
+from triton_doctor.lazy_pattern import LazyPattern
 from triton_doctor.triton import model_config, normalize, profiles
 from triton_doctor.triton.autocomplete import (
     Completion,
@@ -33,7 +33,7 @@ from triton_doctor.triton.config_locations import field_lines, locate
 
 #: Subdirectories of a model directory that the server never treats as versions.
 NON_VERSION_DIRS = frozenset({"warmup", "initial_state", "configs"})
-_STOLL = re.compile(r"^[ \t\n\v\f\r]*([+-]?)(\d+)")
+_STOLL = LazyPattern(r"^[ \t\n\v\f\r]*([+-]?)(\d+)")
 
 
 @dataclass(frozen=True)

@@ -13,20 +13,25 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import datetime
+from typing import TYPE_CHECKING
+
+from triton_doctor.lazy_pattern import LazyPattern
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 #: glog's prefix: severity, MMDD, time, thread, file:line, then "] ".
-GLOG = re.compile(r"([IWEF])(\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?) +\d+ [^ \]]*\] ?")
+GLOG = LazyPattern(r"([IWEF])(\d{4}) (\d\d:\d\d:\d\d(?:\.\d+)?) +\d+ [^ \]]*\] ?")
 #: An RFC 3339 time and a space, as ``docker logs --timestamps`` writes it.
-RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) ")
+RFC3339 = LazyPattern(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)) ")
 #: containerd's CRI log line: time, stream, F(ull) or P(artial), then the line.
-CRI = re.compile(RFC3339.pattern + r"(?:stdout|stderr) [FP] ")
+CRI = LazyPattern(RFC3339.pattern + r"(?:stdout|stderr) [FP] ")
 #: Keys log carriers put the line under, and its time.
 MESSAGE_KEYS = ("log", "message", "msg")
 TIME_KEYS = ("time", "timestamp", "@timestamp", "ts")
 #: How a message names the model it is about, most specific first: (pattern, whether it
 #: names a model instance, which stands for its model).
-MODEL_NAMED = tuple((re.compile(pattern), instance) for pattern, instance in (
+MODEL_NAMED = tuple((LazyPattern(pattern), instance) for pattern, instance in (
     (r"failed to load '([^']+)'", False),
     (r"model directory '([^']+)'", False),
     (r"in ensemble '([^']+)'", False),
@@ -42,7 +47,7 @@ MODEL_NAMED = tuple((re.compile(pattern), instance) for pattern, instance in (
 ))
 #: A default instance group's instance: the model's name, the group's index, the instance's
 #: (``name_0_0``; releases before 2.27 wrote ``name_0``).
-INSTANCE_SUFFIX = re.compile(r"(?:_\d+){1,2}$")
+INSTANCE_SUFFIX = LazyPattern(r"(?:_\d+){1,2}$")
 
 
 @dataclass(frozen=True)
@@ -120,6 +125,8 @@ def seconds_between(first: str, last: str) -> float | None:
 
 
 def _instant(time: str) -> datetime | None:
+    from datetime import datetime  # only a log's times need it
+
     if not time:
         return None
     if "T" in time:

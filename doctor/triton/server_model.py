@@ -9,17 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from triton_doctor.evidence import (
-    Evidence,
-    MetricsScrape,
-    ModelStats,
-    ServerEvidence,
-    ServerModel,
-    ServerSample,
-)
+from triton_doctor.evidence import Evidence
 from triton_doctor.triton.metrics_model import MetricsView
+
+if TYPE_CHECKING:
+    from triton_doctor.live_evidence import (
+        MetricsScrape,
+        ModelStats,
+        ServerEvidence,
+        ServerModel,
+        ServerSample,
+    )
 
 NS_PER_MS = 1_000_000
 #: The gauge of requests waiting for an instance: up when a request is enqueued, down when a
@@ -212,6 +214,8 @@ class LiveView:
     def rates(self) -> list[ModelRates]:
         if self.window is None:
             return []
+        from triton_doctor.live_evidence import ModelStats  # a server's samples loaded it
+
         first, last = self.window
         seconds = last.at - first.at
         before = {(s.name, s.version): s for s in first.stats}
