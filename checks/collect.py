@@ -134,7 +134,8 @@ def _repository(invocation: Invocation) -> RepositoryEvidence | None:
     sources = invocation.sources
     if not sources.repository:
         return None
-    return collect_repository(sources.repository, sources.model_config_name)
+    return collect_repository(sources.repository, sources.model_config_name,
+                              cache_dir=sources.cache_dir, jobs=sources.jobs)
 
 
 def _log(sources: Sources) -> LogEvidence:

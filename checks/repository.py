@@ -9,18 +9,25 @@ from __future__ import annotations
 import functools
 import itertools
 import os
+import time
 from pathlib import Path
 
+from triton_doctor.cache import RepositoryCache, digest
 from triton_doctor.checks.formats import lfs, read_model_file
+from triton_doctor.checks.model_fingerprint import fingerprint
+from triton_doctor.checks.parallel import available_cores, map_apart
 from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import (
     MAX_TREE_DEPTH,
     ConfigFile,
+    EvidenceError,
     ModelDir,
     RepositoryEvidence,
     Subdir,
     SyntaxProblem,
+    from_jsonable,
+    to_jsonable,
 )
 from triton_doctor.printable import display_name
 from triton_doctor.safe_files import FileTooLarge, NotRegularFile, read_file
@@ -41,6 +48,8 @@ MAX_TREE_ENTRIES = 100_000
 #: Files the server looks for in a version directory to infer the backend.
 KNOWN_MODEL_FILES = (*normalize.DEFAULT_FILENAME.values(), *normalize.TF_FILENAME.values())
 DATA_DIRS = ("warmup/", "initial_state/")
+#: Models to read before sharing them out to other processes pays for forking.
+PARALLEL_FROM = 64
 
 
 def _describe(error: OSError) -> str:
@@ -53,11 +62,16 @@ class TargetError(Exception):
 
 
 
-def collect_repository(path: str | Path, config_name: str | None = None) -> RepositoryEvidence:
+def collect_repository(path: str | Path, config_name: str | None = None, *,
+                       cache_dir: str | None = None, jobs: int | None = 1) -> RepositoryEvidence:
     """Every model directory of the repository at ``path``.
 
     ``config_name`` mirrors tritonserver --model-config-name: a model's
-    ``configs/<config_name>.pbtxt`` is read instead of config.pbtxt when it exists.
+    ``configs/<config_name>.pbtxt`` is read instead of config.pbtxt when it exists. With a
+    ``cache_dir``, a model whose directory is unchanged since a run recorded it is taken from
+    the cache (triton_doctor.cache); the others are read by ``jobs`` processes (None: every
+    CPU available once there are PARALLEL_FROM models to read, else one). The evidence is the
+    same whichever way it was read.
     """
     root = Path(path)
     shown = display_name(str(root))
@@ -70,13 +84,66 @@ def collect_repository(path: str | Path, config_name: str | None = None) -> Repo
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError as error:
         raise TargetError(f"{shown}: cannot read the repository: {_describe(error)}") from None
-    models = []
     real_root = os.path.realpath(root)
-    for entry in entries:
-        model = _collect_model(entry, config_name, real_root)
-        if model is not None:
-            models.append(model)
-    return RepositoryEvidence(path=shown, models=models)
+    cache = (RepositoryCache(cache_dir, f"{shown}\0{real_root}\0{config_name or ''}")
+             if cache_dir else None)
+    now = time.time_ns()
+    keys = [fingerprint(entry.path, now) if cache else None for entry in entries]
+    found = [_cached(cache, entry.name, key) if cache and key else None
+             for entry, key in zip(entries, keys, strict=True)]
+    missing = [index for index, model in enumerate(found) if model is None]
+    read = map_apart(functools.partial(_collect_model, config_name=config_name,
+                                       real_root=real_root),
+                     [entries[index] for index in missing],
+                     _processes(jobs, len(missing)), _portable, _restored)
+    for index, model in zip(missing, read, strict=True):
+        found[index] = model
+        key = keys[index]
+        if cache and key and model is not None:
+            cache.keep_model(entries[index].name, key, to_jsonable(model))
+    models = [model for model in found if model is not None]
+    judged = [(entry.name, key) for entry, key, model in zip(entries, keys, found, strict=True)
+              if model is not None]
+    repository = RepositoryEvidence(path=shown, models=models, cache=cache)
+    if cache and all(key for _, key in judged):
+        repository.fingerprint = digest(*(f"{name}\0{key}" for name, key in judged))
+    return repository
+
+
+def _processes(jobs: int | None, models: int) -> int:
+    if jobs is not None:
+        return jobs
+    return available_cores() if models >= PARALLEL_FROM else 1
+
+
+def _cached(cache: RepositoryCache, name: str, key: str) -> ModelDir | None:
+    """The model recorded under ``key``; None when there is none, or it is not a ModelDir (a
+    cache file from elsewhere is read as untrusted as a snapshot)."""
+    data = cache.model(name, key)
+    if data is None:
+        return None
+    try:
+        model: ModelDir = from_jsonable(ModelDir, data, "cache")
+    except EvidenceError:
+        return None
+    return model
+
+
+def _portable(model: ModelDir | None) -> tuple[ModelDir | None, bytes | None]:
+    """A model read in another process, as it is sent back: its parsed config (which pickle
+    cannot carry: the schema is loaded from a file) as protobuf's bytes."""
+    if model is None or model.config._parsed is None:
+        return model, None
+    wire = model.config._parsed.SerializeToString()
+    model.config._parsed = None
+    return model, wire
+
+
+def _restored(sent: tuple[ModelDir | None, bytes | None]) -> ModelDir | None:
+    model, wire = sent
+    if model is not None and wire is not None:
+        model.config._parsed = model_config.schema().ModelConfig.FromString(wire)
+    return model
 
 
 def _collect_model(entry: os.DirEntry[str], config_name: str | None,

@@ -169,6 +169,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--tui", action="store_true",
         help="browse the findings in a terminal UI (Enter: a model, /: filter, q: quit)",
     )
+    check.add_argument(
+        "--no-cache", action="store_true",
+        help="read every model and judge anew, neither reading nor writing the cache",
+    )
+    check.add_argument(
+        "--cache-dir", metavar="DIR",
+        help="where the cache of unchanged models and judged results is kept (default: "
+        "the user's cache directory, e.g. ~/.cache/triton-doctor)",
+    )
+    check.add_argument(
+        "--jobs", type=count(1, 256), metavar="N",
+        help="processes reading a large repository (default: the CPUs available)",
+    )
 
     watch = subcommands.add_parser(
         "watch", help="a live terminal UI: the rules judged against a running server, again "

@@ -78,6 +78,9 @@ def check(invocation: Invocation) -> int:
             return EXIT_USAGE
     else:
         results = [one.judge(evidence) for one, evidence in judged]
+    for _, evidence in judged:
+        if evidence.repository is not None and evidence.repository.cache is not None:
+            evidence.repository.cache.save()
     try:
         results, known = _baselined(output, results, invocation.sources.repositories)
     except ValueError as error:  # BaselineError

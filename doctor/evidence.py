@@ -7,6 +7,7 @@ so a rule can say "skipped: <why>" instead of guessing.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 import types
@@ -320,6 +321,11 @@ class ModelDir:
 class RepositoryEvidence:
     path: str
     models: list[ModelDir] = field(default_factory=list)
+    #: The run's cache of this repository (triton_doctor.cache.RepositoryCache) and what
+    #: identifies the models read in it, when every one could be fingerprinted: the key of
+    #: the judged Result. Never saved.
+    cache: Any = field(default=None, repr=False, compare=False, metadata={"transient": True})
+    fingerprint: str | None = field(default=None, compare=False, metadata={"transient": True})
 
 
 @dataclass
@@ -418,7 +424,16 @@ def _decoder(cls: Any) -> Decoder:
         return _dict_of(typing.get_args(cls)[1])
     if dataclasses.is_dataclass(cls):
         return _dataclass(cls)
+    if isinstance(cls, type) and issubclass(cls, enum.IntEnum):
+        return functools.partial(_member, cls)
     return functools.partial(_leaf, cls)
+
+
+def _member(cls: type[enum.IntEnum], data: Any) -> enum.IntEnum:
+    try:
+        return cls(_expect(int, data))
+    except ValueError:
+        raise _Misfit(f"must be one of {', '.join(str(int(m)) for m in cls)}, not {data}") from None
 
 
 def _optional(cls: Any) -> Decoder:
@@ -430,8 +445,10 @@ def _optional(cls: Any) -> Decoder:
 
 def _list_of(cls: Any) -> Decoder:
     def decode(data: Any) -> list[Any]:
-        item = _decoder(cls)
         items = _expect(list, data)
+        if cls is str and all(isinstance(value, str) for value in items):
+            return list(items)  # names and paths: most of a repository's evidence
+        item = _decoder(cls)
         try:
             return [item(value) for value in items]
         except _Misfit as misfit:

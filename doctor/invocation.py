@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from triton_doctor.catalogue import all_rules, select_rules
-from triton_doctor.engine import Result, run
+from triton_doctor.engine import Result
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.registry import Rule
+from triton_doctor.result_cache import judged
 from triton_doctor.settings import ModelWaiver, Settings, SettingsError, load_settings
 from triton_doctor.triton import profiles
 from triton_doctor.triton.normalize import MAX_GPUS
@@ -65,6 +66,11 @@ class Sources:
     snapshot: str | None = None
     #: ``--prometheus``: a fleet's replicas read from the engine's series instead of one server.
     fleet: Fleet | None = None
+    #: ``check``: where unchanged models and judged results are kept (None: no cache).
+    cache_dir: str | None = None
+    #: ``check --jobs``: processes reading the repository (None: as many as there are CPUs,
+    #: for a repository large enough to pay for them).
+    jobs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -233,7 +239,7 @@ class Invocation:
 
     def judge(self, evidence: Evidence) -> Result:
         """The selected rules and the settings file's waivers over ``evidence``."""
-        return run(evidence, self.rules, self.waivers, self.settings_source or "settings")
+        return judged(evidence, self.rules, self.waivers, self.settings_source or "settings")
 
 
 def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
@@ -463,7 +469,19 @@ def _sources(args: argparse.Namespace, settings: Settings, url: str | None = Non
         container=args.container,
         snapshot=args.snapshot,
         fleet=fleet,
+        cache_dir=_cache_dir(args),
+        jobs=getattr(args, "jobs", None),
     )
+
+
+def _cache_dir(args: argparse.Namespace) -> str | None:
+    """``check``'s cache: --cache-dir, else the user's cache directory; none with --no-cache."""
+    if args.command != "check" or args.no_cache:
+        return None
+    from triton_doctor.cache import default_dir
+
+    return args.cache_dir or default_dir()
+
 
 
 def _fleet(args: argparse.Namespace, url: str | None) -> Fleet | None:

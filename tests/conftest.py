@@ -21,6 +21,20 @@ from tests.server_harness import ServerInstall, TritonServer, locate_server_tree
 StartServer = Callable[..., TritonServer]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``check`` keeps its cache in the user's cache directory: the suite's runs (and the
+    subprocesses they start) use one of their own, never the developer's."""
+    directory = tmp_path_factory.mktemp("xdg-cache")
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(directory)
+    yield directory
+    if before is None:
+        del os.environ["XDG_CACHE_HOME"]
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
+
+
 def _missing(reason: str) -> NoReturn:
     if os.environ.get("CI"):
         pytest.fail(f"{reason} (CI is set, so this is an error, not a skip)", pytrace=False)

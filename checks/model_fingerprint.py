@@ -1,0 +1,58 @@
+"""What identifies a model directory's contents without reading them: the metadata of every
+entry below it, for the cache of collected models (triton_doctor.cache).
+
+Each entry's name, type, size, inode, mtime and ctime (nanoseconds) go into the fingerprint. An
+edit changes the ctime, and a file replaced by a rename changes the inode, even where a tool
+restores the mtime (``cp -p``, ``rsync -t``). A directory holding a symbolic link, a special file or
+more than MAX_ENTRIES entries, or one that cannot be listed whole, gets no fingerprint. A link may
+lead out of the directory, where a change leaves no trace here, so such a model is read again
+on every run.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+#: Past this many entries a model directory is not cached: listing it costs what reading does.
+MAX_ENTRIES = 10_000
+#: A model whose newest timestamp is this recent is not cached: on file systems with coarse
+#: timestamps (FAT keeps 2 s), an edit moments later could leave every stamp the same.
+SETTLE_NS = 3_000_000_000
+
+
+def fingerprint(path: str, now_ns: int) -> str | None:
+    """A digest of everything below the model directory ``path``; None when the directory
+    cannot be cached (see the module), or changed within SETTLE_NS of ``now_ns``."""
+    from triton_doctor.cache import digest
+
+    try:
+        top = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(top.st_mode):
+        return None
+    rows = [("", top.st_mode, top.st_size, top.st_ino, top.st_dev, top.st_mtime_ns,
+             top.st_ctime_ns)]
+    pending = [("", path)]
+    while pending:
+        prefix, directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                for entry in listing:
+                    status = entry.stat(follow_symlinks=False)
+                    mode = status.st_mode
+                    rows.append((prefix + entry.name, mode, status.st_size, status.st_ino,
+                                 status.st_dev, status.st_mtime_ns, status.st_ctime_ns))
+                    if stat.S_ISDIR(mode):
+                        pending.append((f"{prefix}{entry.name}/", entry.path))
+                    elif not stat.S_ISREG(mode):
+                        return None
+        except OSError:
+            return None
+        if len(rows) > MAX_ENTRIES:
+            return None
+    if max(max(row[5], row[6]) for row in rows) > now_ns - SETTLE_NS:
+        return None
+    rows.sort()
+    return digest(repr(rows))

@@ -1,0 +1,57 @@
+"""A check's judged Result taken from the cache when nothing judging reads has changed.
+
+Judging is a pure function of the Evidence, the rules and the waivers, so the Result of a
+repository whose every model is unchanged (its fingerprint, checks/model_fingerprint.py), with
+the same options, rules and waivers, is the Result recorded before. It is recorded only when it
+survives the JSON round trip unchanged: a report from the cache is the report a fresh run
+prints, byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from triton_doctor.cache import digest
+from triton_doctor.engine import Result, run
+from triton_doctor.evidence import Evidence, EvidenceError, from_jsonable, to_jsonable
+from triton_doctor.registry import Rule
+from triton_doctor.settings import ModelWaiver
+
+#: The parts of Evidence read from a live source: judged anew on every run.
+LIVE_PARTS = ("server", "metrics", "gpu", "container", "host", "log", "fleet")
+
+
+def judged(evidence: Evidence, rules: Sequence[Rule], waived: Sequence[ModelWaiver],
+           waiver_source: str) -> Result:
+    """``engine.run`` over these arguments, or the Result the cache recorded for them."""
+    repository = evidence.repository
+    cache = repository.cache if repository is not None else None
+    if (repository is None or cache is None or repository.fingerprint is None
+            or evidence.unavailable or any(getattr(evidence, part) for part in LIVE_PARTS)):
+        return run(evidence, rules, waived, waiver_source)
+    key = digest(repository.fingerprint, repository.path,
+                 json.dumps(to_jsonable(evidence.options), sort_keys=True),
+                 *(candidate.id for candidate in rules), repr(list(waived)), waiver_source)
+    recorded = cache.result(key)
+    if recorded is not None:
+        try:
+            result: Result = from_jsonable(Result, recorded, "cache")
+            return result
+        except EvidenceError:
+            pass
+    result = run(evidence, rules, waived, waiver_source)
+    data = to_jsonable(result)
+    if _survives(result, data):
+        cache.keep_result(key, data)
+    return result
+
+
+def _survives(result: Result, data: object) -> bool:
+    """Whether ``result`` comes back equal from its JSON (a tuple or NaN in a finding's
+    evidence would not)."""
+    try:
+        text = json.dumps(data)
+        return bool(from_jsonable(Result, json.loads(text), "cache") == result)
+    except (ValueError, TypeError, EvidenceError):
+        return False

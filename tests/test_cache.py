@@ -1,0 +1,205 @@
+"""The cache of repeated runs and the reading of a repository by several processes change
+nothing but the time: the same report, byte for byte, and never one from before an edit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from triton_doctor import cache
+from triton_doctor.checks import repository
+from triton_doctor.checks.model_fingerprint import SETTLE_NS, fingerprint
+
+from bench.build_repo import build
+from tests.helpers import DEMO, ROOT, run_cli
+
+FIXTURES = sorted(str(path) for path in (ROOT / "fixtures" / "rules").glob("*/*") if path.is_dir())
+
+
+def _settled() -> None:
+    """Wait until files written now are old enough to be cached."""
+    time.sleep(SETTLE_NS / 1e9 + 0.2)
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A repository of 100 models of every kind (the benchmark's mix), old enough to cache."""
+    root = tmp_path_factory.mktemp("mixed") / "repo"
+    build(root, 100)
+    _settled()
+    return root
+
+
+def _modes(cache_dir: Path, formats: str, *repositories: str) -> dict[str, dict[str, object]]:
+    proc = subprocess.run([sys.executable, "-m", "tests.cache_modes", str(cache_dir), formats,
+                           *repositories], capture_output=True, text=True, timeout=600,
+                          check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs: dict[str, dict[str, object]] = json.loads(proc.stdout)
+    return runs
+
+
+def _by_repository(runs: dict[str, dict[str, object]]) -> dict[str, dict[str, object]]:
+    grouped: dict[str, dict[str, object]] = {}
+    for key, run in runs.items():
+        path, form, mode = key.split("|")
+        grouped.setdefault(f"{path}|{form}", {})[mode] = run
+    return grouped
+
+
+def _same_everywhere(runs: dict[str, dict[str, object]]) -> None:
+    for where, modes in _by_repository(runs).items():
+        first = modes["one process"]
+        for mode, run in modes.items():
+            assert (run["report"], run["code"]) == (first["report"], first["code"]), (where, mode)
+
+
+def test_every_way_of_reading_gives_the_same_report(tmp_path: Path, mixed: Path) -> None:
+    runs = _modes(tmp_path, "json,text,sarif", str(DEMO), str(mixed))
+    _same_everywhere(runs)
+    for form in ("json", "text", "sarif"):
+        assert runs[f"{mixed}|{form}|one process"]["read"] == 100
+        assert runs[f"{mixed}|{form}|two processes"]["read"] == 50  # the other half: the child
+        assert runs[f"{mixed}|{form}|cache read"]["read"] == 0
+        assert runs[f"{DEMO}|{form}|cache read"]["read"] == 0
+    findings = json.loads(str(runs[f"{mixed}|json|one process"]["report"]))["findings"]
+    assert findings, "the mix carries mistakes: a report with none would prove nothing"
+
+
+def test_every_rule_fixture_reads_the_same_every_way(tmp_path: Path) -> None:
+    _same_everywhere(_modes(tmp_path, "json", *FIXTURES))
+
+
+def test_an_unchanged_repository_is_judged_from_metadata_alone(
+        tmp_path: Path, mixed: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = repository.collect_repository(mixed, cache_dir=str(tmp_path))
+    assert first.fingerprint is not None
+    first.cache.save()
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a model was read although nothing changed")
+
+    monkeypatch.setattr(repository, "_collect_model", no_reading)
+    again = repository.collect_repository(mixed, cache_dir=str(tmp_path))
+    assert again == first
+    assert again.fingerprint == first.fingerprint
+
+
+def _edit(path: Path, old: bytes, new: bytes) -> None:
+    """Replace ``old`` by ``new`` (the same length) and put the mtime back, as a careless
+    tool would: only the ctime tells."""
+    assert len(old) == len(new)
+    status = path.stat()
+    data = path.read_bytes()
+    assert old in data
+    path.write_bytes(data.replace(old, new, 1))
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))
+
+
+def test_an_edited_config_or_model_file_is_read_again(tmp_path: Path, mixed: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(mixed, repo)
+    _settled()
+    cache_dir = tmp_path / "cache"
+    before = run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(repo))
+    config = next(repo.glob("onnx_*/config.pbtxt"))
+    _edit(config, b"TYPE_FP32", b"TYPE_FP16")
+    model_file = next(repo.glob("preprocess_*/1/model.py"))
+    _edit(model_file, b'by_name(request, "INPUT0")', b'by_name(request, "INPUTX")')
+    cached = run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(repo))
+    fresh = run_cli("check", "--format", "json", "--no-cache", str(repo))
+    assert cached.stdout == fresh.stdout
+    assert cached.stdout != before.stdout
+    changed = {(f["model"], f["rule"]) for f in json.loads(cached.stdout)["findings"]} - {
+        (f["model"], f["rule"]) for f in json.loads(before.stdout)["findings"]}
+    assert {model for model, _ in changed} == {config.parent.name, model_file.parent.parent.name}
+
+
+def test_a_same_size_edit_with_its_mtime_put_back_changes_the_fingerprint(
+        tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    (model / "1").mkdir(parents=True)
+    config = model / "config.pbtxt"
+    config.write_text('backend: "onnxruntime"\nmax_batch_size: 8\n')
+    later = time.time_ns() + 2 * SETTLE_NS
+    before = fingerprint(str(model), later)
+    time.sleep(0.05)
+    _edit(config, b"8", b"9")
+    assert before is not None
+    assert fingerprint(str(model), later) not in (None, before)
+
+
+def test_models_that_cannot_be_fingerprinted_are_read_every_time(tmp_path: Path) -> None:
+    model = tmp_path / "m"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text('backend: "python"\n')
+    later = time.time_ns() + 2 * SETTLE_NS
+    assert fingerprint(str(model), later) is not None
+    assert fingerprint(str(model), time.time_ns()) is None  # changed a moment ago
+    (model / "1" / "model.py").symlink_to("/etc/hostname")  # a link may lead anywhere
+    assert fingerprint(str(model), later) is None
+
+
+def test_a_damaged_or_foreign_cache_is_a_miss(tmp_path: Path, mixed: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    fresh = run_cli("check", "--format", "json", "--no-cache", str(mixed))
+    assert run_cli("check", "--format", "json", "--cache-dir", str(cache_dir),
+                   str(mixed)).stdout == fresh.stdout
+    (written,) = cache_dir.glob("*.json")
+    document = json.loads(written.read_text())
+    for entry in document["models"].values():
+        entry["data"]["subdirs"] = "not a list"
+    for entry in document["results"]:
+        entry["data"]["findings"] = [{"rule": 5}]
+    written.write_text(json.dumps(document))
+    misread = run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
+    assert (misread.stdout, misread.returncode) == (fresh.stdout, fresh.returncode)
+    written.write_bytes(b"\x00garbage")
+    garbage = run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
+    assert (garbage.stdout, garbage.stderr) == (fresh.stdout, fresh.stderr)
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    unwritable = run_cli("check", "--format", "json", "--cache-dir", str(not_a_directory),
+                         str(mixed))
+    assert (unwritable.stdout, unwritable.stderr) == (fresh.stdout, fresh.stderr)
+
+
+def test_another_build_of_the_tool_ignores_the_cache(tmp_path: Path, mixed: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    first = repository.collect_repository(mixed, cache_dir=str(tmp_path))
+    first.cache.save()
+    monkeypatch.setattr(cache, "tool_stamp", lambda: "another build")
+    read = []
+    original = repository._collect_model
+    monkeypatch.setattr(repository, "_collect_model",
+                        lambda *args, **kwargs: read.append(1) or original(*args, **kwargs))
+    repository.collect_repository(mixed, cache_dir=str(tmp_path))
+    assert len(read) == 100
+
+
+def test_work_shared_out_comes_back_in_order_and_a_failure_is_raised_here() -> None:
+    script = (
+        "from triton_doctor.checks.parallel import can_fork, map_apart\n"
+        "assert can_fork()\n"
+        "import os\n"
+        "parent = os.getpid()\n"
+        "print(map_apart(lambda n: n * n, list(range(9)), 3, str, int))\n"
+        "def fails_in_children(n):\n"
+        "    if os.getpid() != parent: raise RuntimeError('child')\n"
+        "    return n\n"
+        "print(map_apart(fails_in_children, list(range(6)), 2, str, int))\n"
+        "try:\n"
+        "    map_apart(lambda n: 1 // (n - 5), list(range(6)), 2, str, int)\n"
+        "except ZeroDivisionError:\n"
+        "    print('raised here')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert proc.stdout.splitlines() == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]",
+                                        "[0, 1, 2, 3, 4, 5]", "raised here"]
