@@ -14,8 +14,8 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
-from google.protobuf import text_format
 from triton_doctor.evidence import ConfigFile, SyntaxProblem
+from triton_doctor.triton import config_reader
 
 
 class SchemaUnavailable(RuntimeError):
@@ -81,7 +81,16 @@ def _field_before(text: str, line: int | None, column: int | None) -> str | None
 
 
 def parse(text: str) -> Any:
-    """Parse config.pbtxt text into a ModelConfig; raise ``ConfigSyntaxError`` if it cannot."""
+    """Parse config.pbtxt text into a ModelConfig; raise ``ConfigSyntaxError`` if it cannot.
+
+    The fast reader answers for the configs it is certain about; the rest, every malformed one
+    included, go through protobuf's ``text_format``, whose errors are the ones reported.
+    """
+    message = config_reader.read(text, schema().ModelConfig)
+    if message is not None:
+        return message
+    from google.protobuf import text_format  # only when needed: its import costs start-up time
+
     message = new_config()
     try:
         text_format.Parse(text, message)
