@@ -42,7 +42,7 @@ def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
         evidence.options = invocation.options_for_snapshot(evidence.options)
         return evidence
     evidence = Evidence(repository=_repository(invocation))
-    if (evidence.repository is not None and not evidence.repository.models
+    if (evidence.repository is not None and not evidence.repository.has_models
             and not (sources.url or sources.log or sources.fleet)):
         # Nothing to check: a report of no findings would pass for a clean repository.
         raise TargetError(f"{evidence.repository.path}: no model directory in it, so nothing "

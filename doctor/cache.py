@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from triton_doctor.safe_files import FileTooLarge, read_file, write_file
+from triton_doctor.safe_files import read_file, write_file
 
 #: Bumped when the file's shape changes.
 FORMAT = 1
@@ -86,33 +86,49 @@ def _package_dirs(*names: str) -> list[str]:
 
 
 class RepositoryCache:
-    """The entries of one repository, read when the run starts and written once at its end
-    (``save``), holding only what this run used: a model gone or changed drops its entry."""
+    """The entries of one repository, in two files written once at the run's end (``save``):
+    ``ID.models.json``, every model as read, and ``ID.json``, the judged Results and the
+    fingerprint of the repository whose every model the first file holds (``complete``), so
+    that a run finding the same fingerprint can leave the first file unread until a model is
+    needed. The models file keeps only what this run used: a model gone or changed drops its
+    entry. Both files are checked on reading, never trusted: a wrong one is a miss."""
 
     def __init__(self, directory: str, identity: str) -> None:
-        self._path = os.path.join(directory, f"{digest(identity)}.json")
         self._directory = directory
+        base = os.path.join(directory, digest(identity))
+        self._index_path, self._models_path = f"{base}.json", f"{base}.models.json"
         self._tool = tool_stamp()
-        old = self._read()
-        self._old_models: dict[str, Any] = old.get("models", {})
-        self._old_results: list[Any] = old.get("results", [])
-        self._models: dict[str, Any] = {}
+        index = self._read(self._index_path)
+        complete = index.get("complete")
+        self._recorded_complete = complete if isinstance(complete, str) else None
+        results = index.get("results")
+        self._old_results = results if isinstance(results, list) else []
         self._results: list[Any] = []
-        self._changed = False
+        self._old_models: dict[str, Any] | None = None  # read on first use
+        self._models: dict[str, Any] = {}
+        self._models_changed = False
+        #: The fingerprint of the repository whose every model this run read or kept (set by
+        #: the collector); None when some model could not be cached.
+        self.complete: str | None = None
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self, path: str) -> dict[str, Any]:
         try:
-            data = json.loads(read_file(self._path, MAX_FILE_BYTES))
-        except (OSError, FileTooLarge, ValueError):
+            data = json.loads(read_file(path, MAX_FILE_BYTES))
+        except (OSError, ValueError):  # FileTooLarge is an OSError
             return {}
         if not isinstance(data, dict) or data.get("tool") != self._tool:
             return {}
-        models, results = data.get("models"), data.get("results")
-        return {"models": models if isinstance(models, dict) else {},
-                "results": results if isinstance(results, list) else []}
+        return data
+
+    def holds(self, fingerprint: str) -> bool:
+        """Whether the models file was written for the repository ``fingerprint`` names."""
+        return fingerprint == self._recorded_complete
 
     def model(self, name: str, key: str) -> Any | None:
         """The entry of model ``name`` recorded under ``key``, or None."""
+        if self._old_models is None:
+            models = self._read(self._models_path).get("models")
+            self._old_models = models if isinstance(models, dict) else {}
         entry = self._old_models.get(name)
         if isinstance(entry, dict) and entry.get("key") == key and "data" in entry:
             self._models[name] = entry
@@ -121,7 +137,7 @@ class RepositoryCache:
 
     def keep_model(self, name: str, key: str, data: Any) -> None:
         self._models[name] = {"key": key, "data": data}
-        self._changed = True
+        self._models_changed = True
 
     def result(self, key: str) -> Any | None:
         for entry in self._old_results:
@@ -132,34 +148,49 @@ class RepositoryCache:
 
     def keep_result(self, key: str, data: Any) -> None:
         self._results = [{"key": key, "data": data}]
-        self._changed = True
 
     def save(self) -> None:
-        """Write the entries this run used, if any is new or one recorded was not used; the
-        other Results recorded stay (another choice of rules may come back). Best effort: a
-        cache that cannot be written is no error."""
+        """Write what changed: the models file when a model was read or one recorded was not
+        used, the index when a Result is new or the completeness changed; the other Results
+        recorded stay (another choice of rules may come back). Best effort: a cache that cannot
+        be written is no error."""
+        models_read = self._old_models is not None
+        write_models = models_read and (self._models_changed
+                                        or set(self._old_models or ()) != set(self._models))
+        complete = self.complete if models_read else self._recorded_complete
         others = [entry for entry in self._old_results
                   if isinstance(entry, dict) and entry not in self._results]
-        dropped = set(self._old_models) - set(self._models)
-        if not (self._changed or dropped):
+        results = (self._results + others)[:KEPT_RESULTS]
+        if not (write_models or complete != self._recorded_complete
+                or results != self._old_results[:KEPT_RESULTS]):
             return
-        document = {"format": FORMAT, "tool": self._tool, "models": self._models,
-                    "results": (self._results + others)[:KEPT_RESULTS]}
         try:
             os.makedirs(self._directory, mode=0o700, exist_ok=True)
-            write_file(self._path, json.dumps(document, separators=(",", ":")).encode())
+            if write_models:  # first: the index must never name models not yet written
+                self._write(self._models_path, {"models": self._models})
+            self._write(self._index_path, {"complete": complete, "results": results})
             _prune(self._directory)
         except (OSError, ValueError):
             return
 
+    def _write(self, path: str, document: dict[str, Any]) -> None:
+        document = {"format": FORMAT, "tool": self._tool, **document}
+        write_file(path, json.dumps(document, separators=(",", ":")).encode())
+
 
 def _prune(directory: str) -> None:
-    """Keep the KEPT_REPOSITORIES most recently written repositories' files."""
+    """Keep the files of the KEPT_REPOSITORIES most recently written repositories."""
     with os.scandir(directory) as listing:
-        files = [(entry.stat().st_mtime_ns, entry.path) for entry in listing
-                 if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)]
-    for _, path in sorted(files, reverse=True)[KEPT_REPOSITORIES:]:
-        try:
-            os.unlink(path)
-        except OSError:
-            continue
+        written = sorted(((entry.stat().st_mtime_ns, entry.name) for entry in listing
+                          if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)),
+                         reverse=True)
+    kept: list[str] = []
+    for _, name in written:
+        if name.split(".")[0] not in kept and len(kept) < KEPT_REPOSITORIES:
+            kept.append(name.split(".")[0])
+    for _, name in written:
+        if name.split(".")[0] not in kept:
+            try:
+                os.unlink(os.path.join(directory, name))
+            except OSError:
+                continue

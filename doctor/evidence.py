@@ -12,6 +12,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -326,6 +327,29 @@ class RepositoryEvidence:
     #: the judged Result. Never saved.
     cache: Any = field(default=None, repr=False, compare=False, metadata={"transient": True})
     fingerprint: str | None = field(default=None, compare=False, metadata={"transient": True})
+
+    @classmethod
+    def deferred(cls, path: str, read: Callable[[], list[ModelDir]], cache: Any,
+                 fingerprint: str) -> RepositoryEvidence:
+        """A repository whose every model the cache holds: ``read`` runs the first time
+        ``models`` is asked for, so a run whose judged Result is cached too, and whose report
+        names no model file, never decodes them."""
+        repository = cls(path, cache=cache, fingerprint=fingerprint)
+        del repository.models
+        repository.__dict__["_read_models"] = read
+        return repository
+
+    def __getattr__(self, name: str) -> Any:
+        read = self.__dict__.pop("_read_models", None) if name == "models" else None
+        if read is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self.models = read()
+        return self.models
+
+    @property
+    def has_models(self) -> bool:
+        """Whether the repository holds a model directory (deferred models count unread)."""
+        return "_read_models" in self.__dict__ or bool(self.models)
 
 
 @dataclass

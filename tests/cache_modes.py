@@ -15,7 +15,7 @@ import json
 import sys
 
 from triton_doctor import cli
-from triton_doctor.checks import repository
+from triton_doctor.checks import model_dir
 
 MODES = {
     "one process": ["--no-cache", "--jobs", "1"],
@@ -26,7 +26,7 @@ MODES = {
 
 
 def main(cache_dir: str, formats: list[str], repositories: list[str]) -> dict[str, object]:
-    original = repository._collect_model
+    original = model_dir.collect_model
     read = [0]
 
     def counted(*args: object, **kwargs: object) -> object:
@@ -34,7 +34,7 @@ def main(cache_dir: str, formats: list[str], repositories: list[str]) -> dict[st
         read[0] += model is not None
         return model
 
-    repository._collect_model = counted  # type: ignore[assignment]
+    model_dir.collect_model = counted  # type: ignore[assignment]
     runs: dict[str, object] = {}
     for path in repositories:
         for form in formats:

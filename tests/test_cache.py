@@ -9,11 +9,13 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from triton_doctor import cache
-from triton_doctor.checks import repository
+from triton_doctor.checks import model_dir, repository
 from triton_doctor.checks.model_fingerprint import SETTLE_NS, fingerprint
 
 from bench.build_repo import build
@@ -85,7 +87,7 @@ def test_an_unchanged_repository_is_judged_from_metadata_alone(
     def no_reading(*args: object, **kwargs: object) -> None:
         raise AssertionError("a model was read although nothing changed")
 
-    monkeypatch.setattr(repository, "_collect_model", no_reading)
+    monkeypatch.setattr(model_dir, "collect_model", no_reading)
     again = repository.collect_repository(mixed, cache_dir=str(tmp_path))
     assert again == first
     assert again.fingerprint == first.fingerprint
@@ -146,21 +148,32 @@ def test_models_that_cannot_be_fingerprinted_are_read_every_time(tmp_path: Path)
     assert fingerprint(str(model), later) is None
 
 
+def _rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    document = json.loads(path.read_text())
+    change(document)
+    path.write_text(json.dumps(document))
+
+
 def test_a_damaged_or_foreign_cache_is_a_miss(tmp_path: Path, mixed: Path) -> None:
     cache_dir = tmp_path / "cache"
     fresh = run_cli("check", "--format", "json", "--no-cache", str(mixed))
     assert run_cli("check", "--format", "json", "--cache-dir", str(cache_dir),
                    str(mixed)).stdout == fresh.stdout
-    (written,) = cache_dir.glob("*.json")
-    document = json.loads(written.read_text())
-    for entry in document["models"].values():
-        entry["data"]["subdirs"] = "not a list"
-    for entry in document["results"]:
-        entry["data"]["findings"] = [{"rule": 5}]
-    written.write_text(json.dumps(document))
+    (models,) = cache_dir.glob("*.models.json")
+    (index,) = set(cache_dir.glob("*.json")) - {models}
+
+    def wrong_shapes(document: dict[str, Any]) -> None:
+        for entry in document.get("models", {}).values():
+            entry["data"]["subdirs"] = "not a list"
+        for entry in document.get("results", []):
+            entry["data"]["findings"] = [{"rule": 5}]
+
+    _rewrite(models, wrong_shapes)
+    _rewrite(index, wrong_shapes)
     misread = run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
     assert (misread.stdout, misread.returncode) == (fresh.stdout, fresh.returncode)
-    written.write_bytes(b"\x00garbage")
+    models.write_bytes(b"\x00garbage")
+    index.write_bytes(b"{")
     garbage = run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
     assert (garbage.stdout, garbage.stderr) == (fresh.stdout, fresh.stderr)
     not_a_directory = tmp_path / "file"
@@ -170,14 +183,34 @@ def test_a_damaged_or_foreign_cache_is_a_miss(tmp_path: Path, mixed: Path) -> No
     assert (unwritable.stdout, unwritable.stderr) == (fresh.stdout, fresh.stderr)
 
 
+def test_models_written_by_another_run_since_are_not_taken_for_these(
+        tmp_path: Path, mixed: Path) -> None:
+    """Two runs at once: the index may say the models file holds this repository after
+    another run rewrote that file. Each model is still taken only under its own key."""
+    cache_dir = tmp_path / "cache"
+    run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
+    (models,) = cache_dir.glob("*.models.json")
+
+    def other_keys(document: dict[str, Any]) -> None:
+        for entry in document["models"].values():
+            entry["key"] = "written for other contents"
+            entry["data"]["config"]["text"] = 'backend: "python"\n'
+
+    _rewrite(models, other_keys)
+    for flags in (["--format", "sarif"], ["--format", "json", "--select", "TD3"]):
+        cached = run_cli("check", *flags, "--cache-dir", str(cache_dir), str(mixed))
+        fresh = run_cli("check", *flags, "--no-cache", str(mixed))
+        assert (cached.stdout, cached.returncode) == (fresh.stdout, fresh.returncode)
+
+
 def test_another_build_of_the_tool_ignores_the_cache(tmp_path: Path, mixed: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     first = repository.collect_repository(mixed, cache_dir=str(tmp_path))
     first.cache.save()
     monkeypatch.setattr(cache, "tool_stamp", lambda: "another build")
     read = []
-    original = repository._collect_model
-    monkeypatch.setattr(repository, "_collect_model",
+    original = model_dir.collect_model
+    monkeypatch.setattr(model_dir, "collect_model",
                         lambda *args, **kwargs: read.append(1) or original(*args, **kwargs))
     repository.collect_repository(mixed, cache_dir=str(tmp_path))
     assert len(read) == 100

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from triton_doctor.catalogue import select_rules
-from triton_doctor.checks import formats, repository
-from triton_doctor.checks.repository import MAX_ENTRIES_PER_DIR
+from triton_doctor.checks import formats, model_dir, repository
+from triton_doctor.checks.model_dir import MAX_ENTRIES_PER_DIR
 from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
 
@@ -295,12 +295,12 @@ def test_model_listing_cut_before_the_version_directory_calls_nothing_absent(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A listing cut at its budget keeps the first entries in directory order, so 1/ can be
     left out: no version, backend or policy finding may rest on its absence."""
-    monkeypatch.setattr(repository, "MAX_ENTRIES_PER_DIR", 2)
+    monkeypatch.setattr(model_dir, "MAX_ENTRIES_PER_DIR", 2)
     model = write_model(tmp_path, "wide", GOOD_CONFIG.replace('backend: "python"', "")
                         + "version_policy: { specific: { versions: [ 1 ] } }\n")
     for index in range(2000):
         (model / f"shard.{index}").touch()
-    listed = repository._list
+    listed = model_dir._list
 
     def cut_before_the_version(path: str, budget: int) -> tuple[list[os.DirEntry[str]], int | None]:
         """The cut listing, without 1/: where directory order puts it depends on the filesystem
@@ -310,7 +310,7 @@ def test_model_listing_cut_before_the_version_directory_calls_nothing_absent(
             entries = [entry for entry in entries if entry.name != "1"]
         return entries, stopped
 
-    monkeypatch.setattr(repository, "_list", cut_before_the_version)
+    monkeypatch.setattr(model_dir, "_list", cut_before_the_version)
     before = tree_state(tmp_path)
     evidence = Evidence(repository=repository.collect_repository(tmp_path))
     assert "1" not in [sub.name for sub in evidence.repository.models[0].subdirs]
@@ -337,13 +337,13 @@ class _Vanished:
 def test_directory_vanishing_during_the_walk_is_skipped(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     write_model(tmp_path, "m", GOOD_CONFIG, {"1/model.py": PYTHON_MODEL, "assets/a.txt": ""})
-    listing = repository._list
+    listing = model_dir._list
 
     def vanishing(path: str, budget: int) -> tuple[list[Any], int | None]:
         entries, stopped = listing(path, budget)
         return [_Vanished(e) if e.name == "assets" else e for e in entries], stopped
 
-    monkeypatch.setattr(repository, "_list", vanishing)
+    monkeypatch.setattr(model_dir, "_list", vanishing)
     model = repository.collect_repository(tmp_path).models[0]
     assert "assets/" in model.tree and "assets/a.txt" not in model.tree
     assert "1/model.py" in model.tree
