@@ -63,7 +63,8 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
                                                       config_name, real_root, jobs))
     cache = RepositoryCache(cache_dir, f"{shown}\0{real_root}\0{config_name or ''}")
     now = time.time_ns()
-    keys = [None if _ignored(entry) else fingerprint(entry.path, now) for entry in entries]
+    keys = map_apart(functools.partial(_key, now=now), entries,
+                     _processes(jobs, len(entries)), _same, _same)
     named = [(entry.name, key) for entry, key in zip(entries, keys, strict=True)
              if not _ignored(entry)]
     whole = (digest(*(f"{name}\0{key}" for name, key in named))
@@ -73,6 +74,15 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
     if whole is not None and cache.holds(whole):
         return RepositoryEvidence.deferred(shown, read, cache, whole)
     return RepositoryEvidence(shown, read(), cache=cache, fingerprint=whole)
+
+
+def _key(entry: os.DirEntry[str], now: int) -> str | None:
+    """The entry's fingerprint; None for what is no model, or cannot be cached."""
+    return None if _ignored(entry) else fingerprint(entry.path, now)
+
+
+def _same(key: str | None) -> str | None:
+    return key
 
 
 def _ignored(entry: os.DirEntry[str]) -> bool:
