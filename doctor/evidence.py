@@ -397,17 +397,27 @@ class Evidence:
 
 def to_jsonable(value: Any) -> Any:
     """Evidence as plain JSON data (transient caches left out)."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            f.name: to_jsonable(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if not f.metadata.get("transient")
-        }
-    if isinstance(value, list):
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is list:
         return [to_jsonable(item) for item in value]
     if isinstance(value, dict):
         return {key: to_jsonable(item) for key, item in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {name: to_jsonable(getattr(value, name)) for name in _saved_fields(kind)}
+    if isinstance(value, list):
+        return [to_jsonable(item) for item in value]
     return value
+
+
+#: Values written as they are: most of the Evidence's leaves.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+@functools.cache
+def _saved_fields(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get("transient"))
 
 
 def from_jsonable(cls: Any, data: Any, path: str = "evidence") -> Any:
