@@ -138,19 +138,30 @@ def _run_fleet(result: Result, live: Sequence[Rule], fleet: Sequence[Rule], evid
 
 
 def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView) -> None:
-    result.models = len(repository.models)
+    """Repository rules once; model rules on each model, skipped (with the reason) where what
+    they need is missing, and not called where their ``when`` says they cannot apply. What
+    models lack and which declarations they meet is decided once per model, not per rule."""
+    models = repository.models
+    result.models = len(models)
     if repository.options.configs_only:
-        result.without_model_files = sum(m.lacks_model_files for m in repository.models)
+        result.without_model_files = sum(m.lacks_model_files for m in models)
+    missing: dict[tuple[str, ...], list[str | None]] = {}
+    turns: dict[tuple[tuple[str, ...], frozenset[str]], list[tuple[ModelView, str | None]]] = {}
     for candidate in rules:
         if candidate.scope == "repository":
             _judge(result, candidate, None, repository)
             continue
-        for model in repository.models:
-            missing = model.missing(candidate.needs)
-            if missing:
-                result.skipped.append(Skipped(candidate.id, model.name, missing))
-                continue
-            _judge(result, candidate, model, model, repository)
+        needs, when = candidate.needs, candidate.when
+        if needs not in missing:
+            missing[needs] = [m.missing(needs) for m in models]
+        if (needs, when) not in turns:  # (model, why it is skipped) for each one it is called on
+            turns[needs, when] = [(m, why) for m, why in zip(models, missing[needs], strict=True)
+                                  if why or m.may_apply(when)]
+        for model, why in turns[needs, when]:
+            if why:
+                result.skipped.append(Skipped(candidate.id, model.name, why))
+            else:
+                _judge(result, candidate, model, model, repository)
 
 
 def _judge(result: Result, rule: Rule, model: ModelView | None, *args: object) -> None:
@@ -169,7 +180,9 @@ def _apply_waivers(
 ) -> None:
     """Move waived findings to ``result.suppressed``: waivers written inline in the model's
     config.pbtxt, then those of the settings file."""
-    inline = {m.name: waivers(m.dir.config.text or "") for m in repository.models}
+    named = {finding.model for finding in result.findings}
+    inline = {m.name: waivers(m.dir.config.text or "") for m in repository.models
+              if m.name in named}
     kept = []
     for finding in result.findings:
         reason = next(

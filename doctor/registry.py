@@ -16,6 +16,26 @@ from triton_doctor.findings import Hit, Severity
 RULE_ID = re.compile(r"^TD[1-9]\d\d$")
 RULE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 DOC_SECTIONS = ("What it checks", "Why it matters", "Example", "Fix")
+#: Facts about a model that a model rule's ``when`` names (``ModelView.facts`` decides them
+#: once per model), beside ``backend:<name>`` (the effective backend, ``backend:`` for none).
+MODEL_FACTS = {
+    "ensemble": "platform ensemble",
+    "ensemble_scheduling": "an ensemble_scheduling block",
+    "batching": "max_batch_size above 0",
+    "dynamic_batching": "a dynamic_batching block",
+    "sequence_batching": "a sequence_batching block",
+    "batch_io": "batch_input or batch_output",
+    "warmup": "model_warmup samples",
+    "response_cache": "the response cache enabled",
+    "model_metrics": "a model_metrics block",
+    "runtime": "a runtime named",
+    "repo_agents": "repository agents written in config.pbtxt",
+    "python_source": "a model.py the Python backend loads",
+    "auto_complete_refused": "the backend's auto-complete refuses the model",
+    "onnx_file": "a loaded version's model file read as ONNX",
+    "unusable_file": "a loaded version's model file its backend cannot use",
+    "lfs_pointers": "Git LFS pointer files in the model directory",
+}
 
 
 @dataclass(frozen=True)
@@ -45,6 +65,10 @@ class Rule:
     #: The rule's triton_message passes on the server's text whatever it says (TD601 relays a
     #: model's load error), so it declares no words of its own.
     relays_server: bool = False
+    #: A model rule's applicability: the model facts (``MODEL_FACTS``, ``backend:<name>``) of
+    #: which a model must have one for the rule to find anything there. The engine calls it
+    #: only on those models; empty: on every model. The rule still tests what it needs.
+    when: frozenset[str] = frozenset()
 
     @property
     def doc(self) -> str:
@@ -79,9 +103,11 @@ def rule(
     server_says: tuple[str, ...] = (),
     log_says: tuple[str, ...] = (),
     relays_server: bool = False,
+    when: tuple[str, ...] = (),
 ) -> Callable[[Callable[..., Iterable[Hit]]], Callable[..., Iterable[Hit]]]:
     """Register a rule. Its docstring is its documentation, with the DOC_SECTIONS headings;
-    ``server_says`` and ``log_says`` are the server's words it explains (see ``Rule``)."""
+    ``server_says`` and ``log_says`` are the server's words it explains, ``when`` the models
+    it can apply to (see ``Rule``)."""
 
     def register(check: Callable[..., Iterable[Hit]]) -> Callable[..., Iterable[Hit]]:
         if not RULE_ID.match(id):
@@ -96,8 +122,11 @@ def rule(
             raise ValueError(f"rule {id} docs lack sections: {', '.join(missing)}")
         if relays_server and server_says:
             raise ValueError(f"rule {id} relays the server's text: it declares no server_says")
+        unknown = [f for f in when if f not in MODEL_FACTS and not f.startswith("backend:")]
+        if unknown or (when and scope != "model"):
+            raise ValueError(f"rule {id} declares when={when!r}: model facts of a model rule")
         RULES[id] = Rule(id, name, Severity.parse(severity), title, scope, needs, check,
-                         server_says, log_says, relays_server)
+                         server_says, log_says, relays_server, frozenset(when))
         return check
 
     return register

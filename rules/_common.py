@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 from triton_doctor.evidence import INT64_MAX
@@ -42,11 +43,20 @@ def dims_text(dims: Iterable[int]) -> str:
 def enum_name(message: Any, field: str, value: int) -> str:
     """The enum value's name, e.g. ``KIND_GPU`` for instance_group.kind; "" for a number the
     schema does not define (text format accepts ``kind: 99``), as protobuf's C++ Name() does."""
-    enum = message.DESCRIPTOR.fields_by_name[field].enum_type
-    return str(enum.values_by_number[value].name) if value in enum.values_by_number else ""
+    return _enum_names(message.DESCRIPTOR, field).get(value, "")
 
 
+@cache
+def _enum_names(descriptor: Any, field: str) -> dict[int, str]:
+    """Names by number of a field's enum, read from the schema once: every tensor, group and
+    control of every model asks."""
+    enum = descriptor.fields_by_name[field].enum_type
+    return {number: str(value.name) for number, value in enum.values_by_number.items()}
+
+
+@cache
 def type_name(value: int) -> str:
+    """``TYPE_FP32`` for the enum value; kept, since every tensor of every model asks."""
     return model_config.data_type_name(value)
 
 

@@ -78,6 +78,8 @@ def compare_dims(model: str, name: str, model_dims: list[int], config_dims: list
 
 def _dims_match(model_dims: list[int], config_dims: list[int], exact: bool,
                 skip_first: bool = False) -> bool:
+    if model_dims == config_dims:
+        return True  # the common case, and what the test below makes of it
     if len(model_dims) != len(config_dims):
         return False
     return all(
@@ -129,10 +131,11 @@ def _tensor_problems(config: Any, kind: str, found: list[TensorInfo], allowed: l
     problems = []
     declared = config.input if kind == "input" else config.output
     batch_outputs = {n for b in config.batch_output for n in b.target_name}
-    allowed_names, listing = set(allowed), names_text(sorted(allowed))
+    allowed_names = set(allowed)
     for index, tensor in enumerate(declared):
         where = f"{kind}[{index}]"
         if tensor.name not in allowed_names:
+            listing = names_text(sorted(allowed))
             problems.append(Problem(
                 "name", f"{kind} '{tensor.name}' is not in the model; it has {listing}",
                 f"unexpected inference {kind} '{tensor.name}', allowed {kind}s are: "

@@ -22,7 +22,7 @@ def _major_minor(version: str) -> str:
 
 
 @rule("TD501", "tensorrt-version-mismatch", "error", "Plan built with another TensorRT",
-      server_says=("not compatible with this version of TensorRT",))
+      server_says=("not compatible with this version of TensorRT",), when=("backend:tensorrt",))
 def tensorrt_version_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the TensorRT version in each plan's header (read without a GPU) against
@@ -93,7 +93,7 @@ def _version_compatible_caveat(built: str, server: str) -> str:
 
 @rule("TD502", "tensorrt-gpu-mismatch", "error", "Plan built for another GPU",
       server_says=("The engine plan file is generated on an incompatible device",
-                   "incompatible device"))
+                   "incompatible device"), when=("backend:tensorrt",))
 def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the compute capability in each plan's header against the target GPU
@@ -144,7 +144,7 @@ def tensorrt_gpu_mismatch(model: ModelView, repository: RepositoryView) -> Itera
 @rule("TD503", "onnx-too-new", "error", "ONNX IR version or opset too new for the release",
       server_says=("Unsupported model IR version",
                    "ONNX Runtime only *guarantees* support for models stamped with official "
-                   "released onnx opset versions"))
+                   "released onnx opset versions"), when=("backend:onnxruntime",))
 def onnx_too_new(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each ONNX model's IR version and default-domain opset against the

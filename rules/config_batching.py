@@ -27,7 +27,7 @@ BATCH_INPUT_TYPES = ("TYPE_INT32", "TYPE_FP32")
       server_says=("unknown batch input kind '", "expects 1 source input, got",
                    "batch input data type must be TYPE_INT32 or TYPE_FP32",
                    "unknown source input name '", "unknown batch output kind '",
-                   "target output name '"))
+                   "target output name '"), when=("batch_io",))
 def invalid_batch_io(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each `batch_input` names exactly one existing `source_input` (for the
@@ -162,7 +162,8 @@ def _queue_policies(batching: Any) -> Iterator[tuple[str, Any]]:
                    "default priority level must be in range",
                    "priority queue policy must have priority level in range",
                    "Only one priority level is allowed when 'preserve_ordering'",
-                   "Queue policy can not have DELAY as timeout action when"))
+                   "Queue policy can not have DELAY as timeout action when"),
+                   when=("dynamic_batching",))
 def invalid_dynamic_batching(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `dynamic_batching` as core validates it: preferred batch sizes positive
@@ -258,7 +259,8 @@ def _false_true_fields(control: Any) -> list[str]:
                    "sequence batching specifies more than one from 'int32_false_true'",
                    "' must have exactly 2 entries for",
                    "sequence batching preferred batch size must be",
-                   "sequence batching minimum slot utilization must be in range"))
+                   "sequence batching minimum slot utilization must be in range"),
+                   when=("sequence_batching",))
 def invalid_sequence_batching(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `sequence_batching.control_input` as core validates it: every control
@@ -405,6 +407,7 @@ def _oldest_strategy(config: Any) -> Iterator[Hit]:
     "batching-without-dynamic-batcher",
     "warning",
     "Batching model without dynamic_batching",
+    when=("batching",),
 )
 def batching_without_dynamic_batcher(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -446,7 +449,8 @@ def _autocomplete_adds_batcher(model: ModelView) -> bool:
     )
 
 
-@rule("TD225", "zero-queue-delay", "warning", "Preferred batch sizes with no queue delay")
+@rule("TD225", "zero-queue-delay", "warning", "Preferred batch sizes with no queue delay",
+      when=("dynamic_batching",))
 def zero_queue_delay(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `dynamic_batching` whose `preferred_batch_size` lists sizes other than
@@ -477,7 +481,8 @@ def zero_queue_delay(model: ModelView, repository: RepositoryView) -> Iterator[H
 
 
 @rule(
-    "TD226", "dynamic-batching-no-batch", "warning", "dynamic_batching on a model that cannot batch"
+    "TD226", "dynamic-batching-no-batch", "warning",
+    "dynamic_batching on a model that cannot batch", when=("dynamic_batching",),
 )
 def dynamic_batching_no_batch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """

@@ -39,7 +39,7 @@ PLATFORM_TYPOS = {
 
 
 @rule("TD205", "unknown-platform", "error", "Platform the server does not know",
-      server_says=("unexpected platform type '",))
+      server_says=("unexpected platform type '",), when=("backend:",))
 def unknown_platform(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: after the server infers the backend, a model still without a backend:
@@ -73,7 +73,8 @@ def unknown_platform(model: ModelView, repository: RepositoryView) -> Iterator[H
 
 
 @rule("TD206", "ensemble-with-backend", "error", "Ensemble with a backend",
-      server_says=("must have platform type 'ensemble' and empty backend type",))
+      server_says=("must have platform type 'ensemble' and empty backend type",),
+      when=("ensemble",))
 def ensemble_with_backend(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `platform: "ensemble"` together with a `backend`.
@@ -147,7 +148,8 @@ def negative_max_batch_size(model: ModelView, repository: RepositoryView) -> Ite
 
 @rule("TD209", "ensemble-scheduling-mismatch", "error", "ensemble_scheduling and platform disagree",
       server_says=("ensemble scheduling must be set for ensemble",
-                   "ensemble scheduling cannot be set for model '"))
+                   "ensemble scheduling cannot be set for model '"),
+      when=("ensemble", "ensemble_scheduling"))
 def ensemble_scheduling_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `platform: "ensemble"` comes with `ensemble_scheduling`, and

@@ -260,7 +260,7 @@ def rate_limiter_resource(model: ModelView, repository: RepositoryView) -> Itera
 
 
 @rule("TD235", "tensorrt-on-cpu", "error", "TensorRT model with CPU instances",
-      server_says=("supports only GPU device",))
+      server_says=("supports only GPU device",), when=("backend:tensorrt",))
 def tensorrt_on_cpu(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `instance_group { kind: KIND_CPU }` on a TensorRT model.

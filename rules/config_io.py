@@ -8,7 +8,7 @@ from typing import Any
 from triton_doctor.findings import Hit, Severity
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import dims_product, dims_text, enum_name
-from triton_doctor.triton.repository_model import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView, per_model
 
 WILDCARD = -1
 #: The input formats that describe an image, and so need 3 dims.
@@ -36,12 +36,12 @@ def _completes_io(model: ModelView) -> bool:
     return backend not in NON_COMPLETING_BACKENDS
 
 
-def _tensors(config: Any) -> Iterator[tuple[str, int, Any]]:
-    """("input"|"output", index, tensor) for every declared tensor."""
-    for index, tensor in enumerate(config.input):
-        yield "input", index, tensor
-    for index, tensor in enumerate(config.output):
-        yield "output", index, tensor
+@per_model
+def _tensors(model: ModelView) -> list[tuple[str, int, Any]]:
+    """("input"|"output", index, tensor) for every tensor of the effective config."""
+    config = model.effective
+    return [*(("input", index, tensor) for index, tensor in enumerate(config.input)),
+            *(("output", index, tensor) for index, tensor in enumerate(config.output))]
 
 
 def _say(kind: str, tensor: Any, text: str, model: str) -> str:
@@ -96,7 +96,7 @@ def io_incomplete(model: ModelView, repository: RepositoryView) -> Iterator[Hit]
     # model.py's auto_complete_config) before the server validates them at load.
     may_complete = not model.options.disable_auto_complete_config and _completes_io(model)
     later = Severity.WARNING if may_complete else None
-    for kind, index, tensor in _tensors(config):
+    for kind, index, tensor in _tensors(model):
         where = f"{kind}[{index}]"
         if not tensor.name:
             yield Hit(
@@ -139,7 +139,7 @@ def invalid_dims(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     Fix: use -1 where the size varies, the real size elsewhere.
     """
     config = model.effective
-    for kind, index, tensor in _tensors(config):
+    for kind, index, tensor in _tensors(model):
         if not tensor.name or not tensor.data_type:
             continue
         bad = [d for d in tensor.dims if d < 1 and d != WILDCARD]
@@ -177,7 +177,7 @@ def invalid_reshape(model: ModelView, repository: RepositoryView) -> Iterator[Hi
     Fix: make reshape a regrouping of the same elements; [2,4,-1,6] → [8,-1,1,6] is valid.
     """
     config = model.effective
-    for kind, index, tensor in _tensors(config):
+    for kind, index, tensor in _tensors(model):
         if not tensor.name or not tensor.data_type or not tensor.dims:
             continue
         if not tensor.HasField("reshape"):
@@ -261,7 +261,7 @@ def tensorrt_only_io(model: ModelView, repository: RepositoryView) -> Iterator[H
     """
     config = model.effective
     trt = config.platform == "tensorrt_plan"
-    for kind, index, tensor in _tensors(config):
+    for kind, index, tensor in _tensors(model):
         if tensor.is_shape_tensor and not trt:
             yield Hit(
                 message=f"{kind} '{tensor.name}' is marked is_shape_tensor on platform "
@@ -299,9 +299,8 @@ def duplicate_io_name(model: ModelView, repository: RepositoryView) -> Iterator[
 
     Fix: give every tensor the distinct name the model uses.
     """
-    config = model.effective
     seen: set[tuple[str, str]] = set()
-    for kind, index, tensor in _tensors(config):
+    for kind, index, tensor in _tensors(model):
         if not tensor.name:
             continue
         if (kind, tensor.name) in seen:
@@ -314,7 +313,8 @@ def duplicate_io_name(model: ModelView, repository: RepositoryView) -> Iterator[
         seen.add((kind, tensor.name))
 
 
-@rule("TD217", "batch-dim-in-dims", "warning", "Batch dimension written inside dims")
+@rule("TD217", "batch-dim-in-dims", "warning", "Batch dimension written inside dims",
+      when=("batching",))
 def batch_dim_in_dims(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: with `max_batch_size > 0`, image-like `dims` of 4 or more entries that
@@ -336,7 +336,7 @@ def batch_dim_in_dims(model: ModelView, repository: RepositoryView) -> Iterator[
     config = model.effective
     if config.max_batch_size <= 0 or config.backend not in SHAPE_CHECKING_BACKENDS:
         return
-    for kind, index, tensor in _tensors(config):
+    for kind, index, tensor in _tensors(model):
         if len(tensor.dims) >= 4 and tensor.dims[0] == WILDCARD:
             yield Hit(
                 message=f"{kind} '{tensor.name}' dims {dims_text(tensor.dims)} start with -1 "

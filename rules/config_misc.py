@@ -19,6 +19,7 @@ from triton_doctor.triton.repository_model import ModelView, RepositoryView
     "error",
     "Response cache with sequence batching or decoupled mode",
     server_says=("Response Cache does not currently support model",),
+    when=("response_cache",),
 )
 def response_cache_conflict(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -57,7 +58,7 @@ def response_cache_conflict(model: ModelView, repository: RepositoryView) -> Ite
       server_says=("metric control must specify 'metric_identifier'",
                    "metric identifier must specify non-empty 'family'",
                    "metric control must specify 'histogram_options'",
-                   "histogram options must specify non-empty 'buckets'"))
+                   "histogram options must specify non-empty 'buckets'"), when=("model_metrics",))
 def invalid_model_metrics(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each `model_metrics.metric_control` has a `metric_identifier` with a
@@ -98,7 +99,8 @@ def invalid_model_metrics(model: ModelView, repository: RepositoryView) -> Itera
                    "must be set when using initial_state for state input",
                    "doesn't match the size of 'state' dimensions",
                    "doesn't match 'state' dim description", "does not match the state data type",
-                   "must contain exactly one or zero element", "/initial_state/"))
+                   "must contain exactly one or zero element", "/initial_state/"),
+                   when=("sequence_batching",))
 def invalid_initial_state(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `sequence_batching.state` entries as the server reads them when it
@@ -192,6 +194,7 @@ def _initial_state_problems(
     "error",
     "Custom batching strategy on a sequence-batched model",
     server_says=("TRITON_BATCH_STRATEGY_PATH cannot be specified with sequence batcher",),
+    when=("sequence_batching",),
 )
 def batch_strategy_with_sequence(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -222,7 +225,7 @@ MODEL_DIRECTORY_VARIABLE = "$$TRITON_MODEL_DIRECTORY"
 
 @rule("TD246", "python-env-missing", "error", "EXECUTION_ENV_PATH names a missing environment",
       server_says=("The Python environment should contain an 'activate' script.",
-                   "Failed to get the canonical path for"))
+                   "Failed to get the canonical path for"), when=("backend:python",))
 def python_env_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a Python model's `EXECUTION_ENV_PATH` parameter written relative to the

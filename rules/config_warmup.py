@@ -42,7 +42,7 @@ STRING_LENGTH_BYTES = 4
 @rule("TD243", "invalid-warmup", "error", "model_warmup cannot be prepared",
       server_says=("model_warmup can not be specified for ensemble '",
                    "warmup setting expects", "failed to open text file for read",
-                   "Skipping batch 0 warmup sample '"))
+                   "Skipping batch 0 warmup sample '"), when=("warmup",))
 def invalid_warmup(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `model_warmup` samples as the server prepares them when it creates an
@@ -143,7 +143,7 @@ def _file_hits(model: ModelView, name: str, tensor: Any, where: str) -> Iterator
       server_says=("' data-type is '", "unexpected shape for input '",
                    "but missing required input(s) [", "string elements for inference input '",
                    "incomplete string length indicator for inference input '",
-                   "failed to run warmup sample '"))
+                   "failed to run warmup sample '"), when=("warmup",))
 def warmup_input_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each prepared `model_warmup` sample's requests as the server checks them

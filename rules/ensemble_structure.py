@@ -167,7 +167,8 @@ def _first_unconnected(
                    "optimization should not be specified for ensemble '",
                    "must specify 'step' for ensemble '",
                    "can appear in an output map only once for ensemble '", "ensemble input '",
-                   "ensemble output '", "' is not written", "' is unused in ensemble '"))
+                   "ensemble output '", "' is not written", "' is unused in ensemble '"),
+                   when=("ensemble",))
 def ensemble_structure(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: an ensemble's own config as the server checks it on reading: no

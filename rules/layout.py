@@ -492,7 +492,7 @@ def autocomplete_wrong_dir(model: ModelView, repository: RepositoryView) -> Iter
 
 
 @rule("TD113", "runtime-escapes", "error", "runtime points outside the backend directory",
-      server_says=("escapes backend directory",))
+      server_says=("escapes backend directory",), when=("runtime",))
 def runtime_escapes(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: a `runtime` library given as a path, found in the version or model

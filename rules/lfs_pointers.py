@@ -48,7 +48,8 @@ def _version(path: str) -> int | None:
     return number if number is not None and version_dir_name(number) == top else None
 
 
-@rule("TD115", "lfs-pointer", "warning", "Git LFS pointer among the model's files", needs=())
+@rule("TD115", "lfs-pointer", "warning", "Git LFS pointer among the model's files", needs=(),
+      when=("lfs_pointers",))
 def lfs_pointer(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: files below the model directory that are Git LFS pointers (a small text

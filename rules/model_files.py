@@ -45,7 +45,8 @@ def model_files(model: ModelView) -> Iterator[tuple[int, ModelFile]]:
 
 @rule("TD301", "model-file-unusable", "error", "The model file is not a model its backend loads",
       server_says=("SyntaxError", "Protobuf parsing failed", "PytorchStreamReader",
-                   "unable to create TensorRT engine", "/model.onnx' for model instance '"))
+                   "unable to create TensorRT engine", "/model.onnx' for model instance '"),
+                   when=("unusable_file", "python_source"))
 def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the file each loaded version's backend opens is what that backend reads:
@@ -93,7 +94,8 @@ def model_file_unusable(model: ModelView, repository: RepositoryView) -> Iterato
         )
 
 
-@rule("TD302", "onnx-external-data-missing", "error", "ONNX external data file is missing")
+@rule("TD302", "onnx-external-data-missing", "error", "ONNX external data file is missing",
+      when=("onnx_file",))
 def onnx_external_data_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the external-data files an ONNX model names (initializers stored beside
@@ -122,7 +124,7 @@ def onnx_external_data_missing(model: ModelView, repository: RepositoryView) -> 
 
 
 @rule("TD312", "onnx-external-data-outside", "warning",
-      "ONNX external data lies outside the model's directory")
+      "ONNX external data lies outside the model's directory", when=("onnx_file",))
 def onnx_external_data_outside(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the external-data locations an ONNX model names are relative paths that

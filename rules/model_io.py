@@ -21,13 +21,15 @@ from triton_doctor.rules._model_io import (
 )
 from triton_doctor.rules.model_files import model_files
 from triton_doctor.triton.autocomplete.tensors import has_batch_axis
-from triton_doctor.triton.repository_model import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView, per_model
 
 _CHECKERS = {
     "onnxruntime": onnx_problems,
     "openvino": openvino_problems,
     "pytorch": torchscript_problems,
 }
+#: The models TD303-TD307 can find anything in: those of a backend that compares.
+_IO_BACKENDS = tuple(f"backend:{backend}" for backend in _CHECKERS)
 
 
 def suggested_block(kind: str, tensors: list[TensorInfo], max_batch_size: int) -> str:
@@ -49,18 +51,23 @@ def suggested_block(kind: str, tensors: list[TensorInfo], max_batch_size: int) -
     return f"{kind} [\n" + ",\n".join(lines) + rest + "\n]"
 
 
-def _problems(model: ModelView) -> Iterator[tuple[int, ModelFile, Problem]]:
+@per_model
+def _problems(model: ModelView) -> list[tuple[int, ModelFile, Problem]]:
+    """Every disagreement of the config with its model files, which TD303-TD307 share out by
+    kind."""
     completion = model.backend_completion
     if completion is not None and completion.error is not None:
-        return  # the backend refuses during auto-complete, before it compares anything
+        return []  # the backend refuses during auto-complete, before it compares anything
     checker = _CHECKERS.get(model.effective.backend)
     if checker is None:
-        return
+        return []
+    found_problems = []
     for number, found in model_files(model):
         readable = found.problem is None and found.inputs is not None and found.outputs is not None
         if readable or (found.torchscript is not None and checker is torchscript_problems):
-            for problem in checker(model.effective, found):
-                yield number, found, problem
+            found_problems += [(number, found, problem)
+                               for problem in checker(model.effective, found)]
+    return found_problems
 
 
 def _hits(model: ModelView, kinds: tuple[str, ...]) -> Iterator[Hit]:
@@ -98,7 +105,7 @@ def _fix(model: ModelView, found: ModelFile, problem: Problem) -> str:
 
 
 @rule("TD303", "io-count-mismatch", "error", "Config and model have different numbers of inputs",
-      server_says=("inputs, model provides",))
+      server_says=("inputs, model provides",), when=_IO_BACKENDS)
 def io_count_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the number of inputs the config declares (ONNX: non-optional inputs,
@@ -118,7 +125,7 @@ def io_count_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[
 
 
 @rule("TD304", "io-name-unknown", "error", "Config names a tensor the model does not have",
-      server_says=("unexpected inference input", "unexpected inference output"))
+      server_says=("unexpected inference input", "unexpected inference output"), when=_IO_BACKENDS)
 def io_name_unknown(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: every input and output name in the config is a tensor of the model file
@@ -136,7 +143,7 @@ def io_name_unknown(model: ModelView, repository: RepositoryView) -> Iterator[Hi
 
 
 @rule("TD305", "io-dtype-mismatch", "error", "Config data_type differs from the model's",
-      server_says=("configuration expects datatype",))
+      server_says=("configuration expects datatype",), when=_IO_BACKENDS)
 def io_dtype_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each tensor's `data_type` equals the element type the ONNX model
@@ -158,7 +165,7 @@ def io_dtype_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[
                    "for the model to support batching the shape should have at least 1 "
                    "dimension and the first dimension must be -1",
                    "should only provide 1 in the model configuration when the model "
-                   "doesn't support batching"))
+                   "doesn't support batching"), when=_IO_BACKENDS)
 def io_shape_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each tensor's `dims` (or `reshape`), with the batch dimension in front
@@ -181,7 +188,7 @@ def io_shape_mismatch(model: ModelView, repository: RepositoryView) -> Iterator[
 @rule("TD307", "io-type-unsupported", "error", "Tensor type the backend cannot serve",
       server_says=("Unsupported ONNX Type '", "unsupported datatype ",
                    "Only a single input of type Dict(str, Tensor) or input(s) of type "
-                   "Tensor are supported"))
+                   "Tensor are supported"), when=_IO_BACKENDS)
 def io_type_unsupported(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the backend can hold each tensor: ONNX inputs and outputs are tensors
@@ -202,7 +209,7 @@ def io_type_unsupported(model: ModelView, repository: RepositoryView) -> Iterato
 
 
 @rule("TD308", "autofill-batching-refused", "error", "max_batch_size for a model that cannot batch",
-      server_says=("autofill failed",))
+      server_says=("autofill failed",), when=("auto_complete_refused",))
 def autofill_batching_refused(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: with auto-complete on and the inputs or outputs left to it, a

@@ -34,6 +34,7 @@ _WHAT = {
     "TD309", "python-auto-complete-refused", "error",
     "model.py's auto_complete_config contradicts config.pbtxt",
     server_says=("the model expects dims [", "auto-complete-config", "auto_complete_config"),
+    when=("auto_complete_refused",),
 )
 def python_auto_complete_refused(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
@@ -73,7 +74,8 @@ def python_auto_complete_refused(model: ModelView, repository: RepositoryView) -
     )
 
 
-@rule("TD310", "python-tensor-name-unknown", "warning", "model.py uses a tensor the config lacks")
+@rule("TD310", "python-tensor-name-unknown", "warning", "model.py uses a tensor the config lacks",
+      when=("python_source",))
 def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the names model.py passes as string literals to
@@ -116,7 +118,7 @@ def python_tensor_name_unknown(model: ModelView, repository: RepositoryView) -> 
 
 
 @rule("TD313", "python-model-class-missing", "error", "model.py defines no TritonPythonModel",
-      server_says=("has no attribute 'TritonPythonModel'",))
+      server_says=("has no attribute 'TritonPythonModel'",), when=("python_source",))
 def python_model_class_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the Python model file defines a class `TritonPythonModel` at module
@@ -151,7 +153,7 @@ def python_model_class_missing(model: ModelView, repository: RepositoryView) -> 
 
 @rule("TD314", "python-config-lookup-none", "error",
       "initialize subscripts the lookup of a tensor the config lacks",
-      server_says=("TypeError: 'NoneType' object is not subscriptable",))
+      server_says=("TypeError: 'NoneType' object is not subscriptable",), when=("python_source",))
 def python_config_lookup_none(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the names `initialize` looks up with
@@ -185,7 +187,8 @@ def python_config_lookup_none(model: ModelView, repository: RepositoryView) -> I
 
 
 @rule("TD315", "python-parameter-missing", "error",
-      "initialize reads a parameter the config lacks", server_says=("KeyError: '",))
+      "initialize reads a parameter the config lacks", server_says=("KeyError: '",),
+      when=("python_source",))
 def python_parameter_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the keys `initialize` reads from the configuration's parameters by
@@ -219,7 +222,8 @@ def python_parameter_missing(model: ModelView, repository: RepositoryView) -> It
 
 
 @rule("TD316", "python-parameter-required", "error",
-      "initialize refuses to load without a parameter the config lacks", relays_server=True)
+      "initialize refuses to load without a parameter the config lacks", relays_server=True,
+      when=("python_source",))
 def python_parameter_required(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the parameters `initialize` requires by raising when they are missing
@@ -290,7 +294,8 @@ def _readable_tensors(config: Any) -> tuple[set[str], set[str]]:
 
 
 @rule("TD311", "torch-input-binding", "warning", "PyTorch inputs bound by config order",
-      server_says=("nor do they follow the <name>__<index> naming convention",))
+      server_says=("nor do they follow the <name>__<index> naming convention",),
+      when=("backend:pytorch",))
 def torch_input_binding_order(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: how the PyTorch backend binds config inputs to TorchScript forward()

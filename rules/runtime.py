@@ -58,7 +58,7 @@ def _judged(model: ModelView) -> bool:
 
 
 @rule("TD505", "runtime-not-found", "error", "runtime library found nowhere the server looks",
-      server_says=("unable to find backend library '",))
+      server_says=("unable to find backend library '",), when=("runtime",))
 def runtime_not_found(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: the library named by `runtime` is in a place the server searches for it:
@@ -121,7 +121,7 @@ def _runtime_fix(backend: str) -> str:
 
 @rule("TD506", "python-runtime-missing", "error",
       "runtime model.py for a backend with no model.py in the image",
-      server_says=("unable to find Python backend based backend library",))
+      server_says=("unable to find Python backend based backend library",), when=("runtime",))
 def python_runtime_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: `runtime: "model.py"` marks a Python-based backend (vLLM's, for one),
@@ -161,7 +161,7 @@ def python_runtime_missing(model: ModelView, repository: RepositoryView) -> Iter
 
 
 @rule("TD507", "repo-agent-missing", "error", "Repository agent the target image does not have",
-      server_says=("for repo agent '",))
+      server_says=("for repo agent '",), when=("repo_agents",))
 def repo_agent_missing(model: ModelView, repository: RepositoryView) -> Iterator[Hit]:
     """
     What it checks: each agent of `model_repository_agents` is one the target release's

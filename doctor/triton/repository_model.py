@@ -7,9 +7,10 @@ fills in. Everything here is pure: no I/O, computed once per check.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any
+from functools import cached_property, wraps
+from typing import Any, TypeVar
 
 from triton_doctor.evidence import (
     INT64_MAX,
@@ -34,6 +35,7 @@ from triton_doctor.triton.config_locations import field_lines, locate
 #: Subdirectories of a model directory that the server never treats as versions.
 NON_VERSION_DIRS = frozenset({"warmup", "initial_state", "configs"})
 _STOLL = LazyPattern(r"^[ \t\n\v\f\r]*([+-]?)(\d+)")
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -70,17 +72,36 @@ def version_dir_name(number: int) -> str:
     return str(number % 2**64)
 
 
+def per_model(compute: Callable[[ModelView], _T]) -> Callable[[ModelView], _T]:
+    """``compute(model)`` worked out once per model view and kept on it: what several rules
+    read of a model (a comparison with its model file, a scan of its text) costs once per
+    check, not once per rule. The result is shared, so callers must not change it."""
+
+    @wraps(compute)
+    def once(model: ModelView) -> _T:
+        memo = model.memo
+        if compute not in memo:
+            memo[compute] = compute(model)
+        return memo[compute]  # type: ignore[no-any-return]
+
+    return once
+
+
 class ModelView:
     def __init__(self, model_dir: ModelDir, options: CheckOptions) -> None:
         self.dir = model_dir
         self.name = model_dir.name
         self.options = options
+        #: Results of ``per_model`` functions, by function.
+        self.memo: dict[Callable[..., Any], Any] = {}
+        #: ``model_file``'s answers by version: rules, auto-complete and ``facts`` ask it.
+        self._model_files: dict[int, ModelFile | None] = {}
 
     @property
     def config_path(self) -> str:
         return self.dir.config.path
 
-    @property
+    @cached_property
     def state(self) -> str:
         """ "parsed", "absent" (no config.pbtxt) or "broken" (unreadable or malformed)."""
         config = self.dir.config
@@ -121,7 +142,7 @@ class ModelView:
             normalize.defaults(completion.config)
         return completion
 
-    @property
+    @cached_property
     def effective(self) -> Any:
         """The config the server judges and runs: core's completion, then the backend's
         auto-complete (unless that refuses the model, when it is core's completion)."""
@@ -239,8 +260,11 @@ class ModelView:
             if not self.loaded_versions:
                 return None
             version = self.loaded_versions[0]
-        wanted = f"{version_dir_name(version)}/{self.core.default_model_filename}"
-        return next((f for f in self.version_files(version) if f.path == wanted), None)
+        if version not in self._model_files:
+            wanted = f"{version_dir_name(version)}/{self.core.default_model_filename}"
+            self._model_files[version] = next(
+                (f for f in self.version_files(version) if f.path == wanted), None)
+        return self._model_files[version]
 
     def version_files(self, number: int) -> list[ModelFile]:
         """Every model file read in the directory the backend opens for ``number``."""
@@ -274,6 +298,42 @@ class ModelView:
     def written(self, field: str) -> bool:
         """Whether config.pbtxt spells out ``field`` (proto3 cannot tell 0 from absent)."""
         return field in self._lines
+
+    @cached_property
+    def facts(self) -> frozenset[str] | None:
+        """What rules declare their applicability by (``registry.MODEL_FACTS``): each is what
+        such a rule tests first. None when they cannot be worked out, so that every rule runs
+        and reports the defect as it would."""
+        try:
+            config = self.effective
+            completion = self.backend_completion
+            files = [self.model_file(number) for number in self.loaded_versions]
+            flags = {
+                "ensemble": config.platform == "ensemble",
+                "ensemble_scheduling": config.HasField("ensemble_scheduling"),
+                "batching": config.max_batch_size > 0,
+                "dynamic_batching": config.HasField("dynamic_batching"),
+                "sequence_batching": config.HasField("sequence_batching"),
+                "batch_io": bool(config.batch_input or config.batch_output),
+                "warmup": bool(config.model_warmup),
+                "response_cache": config.response_cache.enable,
+                "model_metrics": config.HasField("model_metrics"),
+                "runtime": bool(config.runtime),
+                "repo_agents": bool(self.raw.model_repository_agents.agents),
+                "python_source": self.python_source() is not None,
+                "auto_complete_refused": completion is not None and completion.error is not None,
+                "onnx_file": any(f is not None and f.onnx is not None for f in files),
+                "unusable_file": any(f is not None and f.problem is not None for f in files),
+                "lfs_pointers": bool(self.dir.lfs_pointers),
+            }
+        except Exception:  # the rules that read the same say what failed, as skips
+            return None
+        return frozenset([f"backend:{config.backend}", *(fact for fact, on in flags.items() if on)])
+
+    def may_apply(self, when: frozenset[str]) -> bool:
+        """Whether a rule declared ``when`` (see ``registry.Rule.when``) may find anything."""
+        facts = self.facts
+        return not when or facts is None or not when.isdisjoint(facts)
 
     def missing(self, needs: tuple[str, ...]) -> str | None:
         """Why this model cannot feed a rule that needs ``needs``, or None."""
