@@ -418,3 +418,69 @@ def test_through_the_dispatcher(models: ModuleType, tmp_path: Path) -> None:
     found = read_model_file(str(tmp_path), "1/model.onnx", "onnxruntime")
     assert (found.path, found.kind, found.problem) == ("1/model.onnx", "onnx", None)
     assert found.onnx is not None and found.onnx.missing_external_data == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a file a window at a time
+
+def hand_built_model(*, producer: bytes, nodes: int, weights: list[int]) -> bytes:
+    """A model whose graph holds ``nodes`` small nodes, then initializers of the given payload
+    sizes, then its input and output (the order onnx.save writes), so that a walk crosses many
+    windows and steps over the weights to reach the graph's inputs and outputs.
+
+    Before the graph, past the first page, come fields unknown to ONNX with 14-byte headers
+    (a 4-byte key, a 10-byte value): the producer's length moves one across the page's edge.
+    """
+    unknown = (varint(1_000_000 << 3) + varint(2**64 - 1)) * (2 * reader.PAGE_BYTES // 14)
+    dim = length_field(1, b"\x08" + varint(4))
+    tensor = length_field(1, b"\x08\x01" + length_field(2, dim + length_field(1, b"\x12\x01n")))
+    body = b"".join(length_field(1, length_field(1, b"x" * (i % 31)) + length_field(4, b"Relu"))
+                    for i in range(nodes))
+    for i, size in enumerate(weights):
+        body += length_field(5, length_field(8, b"w%d" % i) + length_field(9, bytes(size)))
+    body += length_field(11, length_field(1, b"x") + length_field(2, tensor))
+    body += length_field(11, length_field(1, b"w0") + length_field(2, tensor))
+    body += length_field(12, length_field(1, b"y") + length_field(2, tensor))
+    return (b"\x08\x08" + length_field(2, producer) + unknown + length_field(7, body)
+            + length_field(8, b"\x10\x11"))
+
+
+def test_window_edges_change_nothing(tmp_path: Path) -> None:
+    """A field header across the edge of a window, at each of its bytes, reads as from the
+    whole bytes; so do truncations around the edges."""
+    path = str(tmp_path / "model.onnx")
+    for shift in range(14):
+        data = hand_built_model(producer=b"p" * shift, nodes=2000, weights=[70_000, 300])
+        whole = reader.read_wire(reader.Wire(data, len(data)), path, lambda: True)
+        assert reader_view(read_bytes(tmp_path, data)) == reader_view(whole), shift
+        assert [t.name for t in whole.inputs or []] == ["x"]
+        assert (whole.inputs or [])[0].dims == [4, -1]
+        assert whole.onnx is not None and whole.onnx.initializer_inputs == ["w0"]
+        for cut in range(reader.PAGE_BYTES - reader.HEADER_BYTES, reader.PAGE_BYTES + 2):
+            found = read_bytes(tmp_path, data[:cut])
+            assert found == reader.read_wire(reader.Wire(data[:cut], cut), path,
+                                             lambda: True), (shift, cut)
+            assert found.problem is not None and found.problem.startswith(
+                ("is truncated", "has no graph")), (shift, cut)
+
+
+def test_stepping_over_weights_reads_little_of_them(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows grow while the walk reads on and drop back to a page after a skip: 200 weights
+    of 40 KB cost a page each, not a grown window each (which would read more than the file)."""
+    from triton_doctor.checks.formats import paged
+
+    data = hand_built_model(producer=b"p", nodes=2000, weights=[40_000] * 200)
+    read = []
+    real_pread = os.pread
+
+    def counted(fd: int, count: int, offset: int) -> bytes:
+        read.append(count)
+        return real_pread(fd, count, offset)
+
+    monkeypatch.setattr(paged.os, "pread", counted)
+    found = read_bytes(tmp_path, data)
+    assert [t.name for t in found.inputs or []] == ["x"] and found.problem is None
+    nodes_bytes = data.index(b"w0") - 2
+    assert sum(read) < nodes_bytes + 200 * 2 * reader.PAGE_BYTES + reader.MAX_WINDOW
+    assert sum(read) < len(data) // 3

@@ -104,25 +104,65 @@ class WireError(Exception):
 
 Buffer: TypeAlias = bytes | PagedFile
 
+#: The most bytes a field's key and length take (two varints of at most 10 bytes each): a
+#: window holding these past a field's start decodes its header without running out.
+HEADER_BYTES = 20
+#: Window sizes: a page after a skip, so that a tensor header does not pull in its weights,
+#: doubling while the walk reads on, so that a graph of many small nodes costs few reads.
+PAGE_BYTES = 4 * 1024
+MAX_WINDOW = 1024 * 1024
 
-@dataclass
+
+@dataclass(slots=True)
 class Wire:
-    """A protobuf byte buffer (usually a PagedFile) and the file size, for error messages."""
+    """A protobuf byte buffer (usually a PagedFile) and the file size, for error messages.
+
+    Fields are decoded from ``data``, a window of bytes starting at file offset ``base``,
+    read once and indexed with local variables (fetching each byte through the paging buffer
+    cost more than the walk itself). A bytes buffer is its own window.
+    """
 
     buf: Buffer
     size: int
+    data: bytes = field(init=False, repr=False)
+    base: int = field(init=False, default=0)
+    span: int = field(init=False, default=PAGE_BYTES)
 
-    def varint(self, pos: int, end: int, at: int) -> tuple[int, int]:
-        """(unsigned value, next position) of the varint at ``pos``; ``at`` is its field's start."""
+    #: Where in ``data`` the last field header that surely fits in it may start.
+    last: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.buf, bytes):
+            self.data, self.last = self.buf, len(self.buf)
+        else:
+            self.data = b""
+
+    def load(self, pos: int) -> tuple[bytes, int]:
+        """Move the window to start at ``pos``; it grows while the walk reads on through the
+        last window and drops back to a page after a skip past it (or a step back)."""
+        reads_on = self.base < pos <= self.base + len(self.data)
+        self.span = min(2 * self.span, MAX_WINDOW) if reads_on else PAGE_BYTES
+        data = self.data = self.buf[pos:pos + self.span]
+        self.base = pos
+        # Up to the end of the file, every header fits; before it, only those that start
+        # HEADER_BYTES before the window's end.
+        self.last = len(data) if pos + len(data) >= self.size else len(data) - HEADER_BYTES + 1
+        return data, pos
+
+    def varint(self, data: bytes, index: int, limit: int, at: int,
+               end: int) -> tuple[int, int]:
+        """(unsigned value, next index) of the varint at ``data[index]``, which may not reach
+        ``data[limit]``, the end of the message at file offset ``end``; ``at`` is its field's
+        start."""
         value = shift = 0
         while True:
-            if pos >= end:
+            if index >= limit:
                 raise self.overrun(at, end)
-            byte = self.buf[pos]
-            pos += 1
+            byte = data[index]
+            index += 1
             value |= (byte & 0x7F) << shift
             if byte < 0x80:
-                return value & 0xFFFF_FFFF_FFFF_FFFF, pos
+                return value & 0xFFFF_FFFF_FFFF_FFFF, index
             shift += 7
             if shift >= 70:
                 raise WireError(f"is malformed: the number at byte {at} is longer than 10 bytes")
@@ -141,43 +181,72 @@ class Wire:
         """Each field of the message in [start, end) as (number, wire type, a, b).
 
         A varint field's value is ``a``; any other field's bytes are ``buf[a:b]``, which are
-        not read here: skipping a payload only adds its length to the position.
+        not read here: skipping a payload only adds its length to the position. One-byte
+        varints, nearly all of them, are decoded inline.
         """
         pos = start
         while pos < end:
-            at = pos
-            key, pos = self.varint(pos, end, at)
-            number, wire_type = key >> 3, key & 7
-            if number == 0 or number > 0x1FFF_FFFF:
-                raise WireError(f"is malformed: invalid field number {number} at byte {at}")
-            try:
-                if wire_type == VARINT:
-                    value, pos = self.varint(pos, end, at)
-                    yield number, wire_type, value, pos
-                    continue
-                if wire_type == LEN:
-                    length, pos = self.varint(pos, end, at)
-                    if length > MAX_LENGTH:
+            # Fields are decoded from this window while their headers lie in it (kept locally:
+            # the caller may move the window to read what a field holds).
+            data, base, last = self.data, self.base, self.last
+            index = pos - base
+            if index < 0 or index >= last:
+                data, base = self.load(pos)
+                index, last = 0, self.last
+            stop = end - base  # the message's end, as an index into data
+            if stop < last:
+                last = stop
+            limit = stop if stop < len(data) else len(data)  # where its bytes here end
+            while index < last:
+                first = index
+                key = data[index]
+                index += 1
+                if key >= 0x80:
+                    key, index = self.varint(data, first, limit, base + first, end)
+                    if key >> 3 > 0x1FFF_FFFF:
+                        raise WireError(f"is malformed: invalid field number {key >> 3} at "
+                                        f"byte {base + first}")
+                number, wire_type = key >> 3, key & 7
+                if number == 0:
+                    raise WireError(f"is malformed: invalid field number 0 at byte {base + first}")
+                try:
+                    if wire_type in (LEN, VARINT):
+                        if index < limit and data[index] < 0x80:
+                            value = data[index]
+                            index += 1
+                        else:
+                            value, index = self.varint(data, index, limit, base + first, end)
+                        if wire_type == VARINT:
+                            yield number, wire_type, value, base + index
+                            continue
+                        length = value
+                        if length > MAX_LENGTH:
+                            raise WireError(
+                                f"is malformed: the field at byte {base + first} declares "
+                                f"{length} bytes, more than a protobuf message can hold (2 GiB)")
+                    elif wire_type in (I64, I32):
+                        length = 8 if wire_type == I64 else 4
+                    else:
                         raise WireError(
-                            f"is malformed: the field at byte {at} declares {length} bytes, "
-                            "more than a protobuf message can hold (2 GiB)")
-                elif wire_type in (I64, I32):
-                    length = 8 if wire_type == I64 else 4
-                else:
-                    raise WireError(
-                        f"is malformed: field {number} at byte {at} has wire type {wire_type}, "
-                        "which ONNX files never use")
-                if length > end - pos:
-                    raise self.overrun(at, end)
-            except WireError as error:
-                error.key = (number, wire_type)
-                raise
-            yield number, wire_type, pos, pos + length
-            pos += length
+                            f"is malformed: field {number} at byte {base + first} has wire type "
+                            f"{wire_type}, which ONNX files never use")
+                    if length > stop - index:
+                        raise self.overrun(base + first, end)
+                except WireError as error:
+                    error.key = (number, wire_type)
+                    raise
+                payload = base + index
+                index += length
+                yield number, wire_type, payload, base + index
+            pos = base + index
 
     def text(self, start: int, end: int) -> str:
         """A string field's value (cut at MAX_TEXT bytes, invalid UTF-8 replaced)."""
-        return bytes(self.buf[start:min(end, start + MAX_TEXT)]).decode("utf-8", "replace")
+        stop = min(end, start + MAX_TEXT)
+        first, last = start - self.base, stop - self.base
+        if first >= 0 and last <= len(self.data):
+            return self.data[first:last].decode("utf-8", "replace")
+        return self.buf[start:stop].decode("utf-8", "replace")
 
 
 def signed64(value: int) -> int:
@@ -516,8 +585,11 @@ def check_external(path: str, locations: list[str]) -> tuple[list[str], list[str
     outside the model's directory is looked up for existence: that would make the report tell
     whether a file such as /etc/shadow exists anywhere on the host.
     """
+    missing: list[str] = []
+    outside: list[str] = []
+    if not locations:  # most models: resolving the directory would cost a tenth of the read
+        return missing, outside
     directory = os.path.realpath(os.path.dirname(path))
-    missing, outside = [], []
     for location in locations:
         normal = posixpath.normpath(location.replace("\\", "/"))
         if normal == ".." or normal.startswith("../") or posixpath.isabs(normal):
