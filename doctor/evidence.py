@@ -397,7 +397,7 @@ class Evidence:
 
 def to_jsonable(value: Any) -> Any:
     """Evidence as plain JSON data (transient caches left out)."""
-    kind = type(value)
+    kind: Any = type(value)
     if kind in _SCALARS:
         return value
     if kind is list:
@@ -416,7 +416,7 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 @functools.cache
-def _saved_fields(cls: type) -> tuple[str, ...]:
+def _saved_fields(cls: Any) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get("transient"))
 
 

@@ -23,13 +23,15 @@ if TYPE_CHECKING:
 
 # The tokens of text_format's Tokenizer (identifier, number, quoted string on one line), with
 # whitespace and comments matched too so that findall partitions the text; any other character
-# is a token of its own. Whitespace and comments come back as "" and are dropped.
+# is a token of its own. Whitespace and comments come back as "" and are dropped. A string left
+# open is one token to the end of its line (which the reader declines): matching it from every
+# quote and backslash of a long line again would take quadratic time.
 _TOKENS = (
     r"(?:\s+|#.*)"
     r"|([A-Za-z_][0-9A-Za-z_+-]*"
     r"|(?:[0-9+-]|\.[0-9])[0-9A-Za-z_.+-]*"
-    r"|\"(?:[^\"\n\\]|\\.)*\""
-    r"|'(?:[^'\n\\]|\\.)*'"
+    r"|\"(?:[^\"\n\\]|\\.)*\"?"
+    r"|'(?:[^'\n\\]|\\.)*'?"
     r"|.)"
 )
 # Integers and floats in the forms whose value is certain (text_format also takes hex, octal,
