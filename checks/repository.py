@@ -14,7 +14,6 @@ from pathlib import Path
 
 from triton_doctor.cache import RepositoryCache, digest
 from triton_doctor.checks.model_fingerprint import fingerprint
-from triton_doctor.checks.parallel import available_cores, map_apart
 from triton_doctor.evidence import (
     EvidenceError,
     ModelDir,
@@ -22,10 +21,8 @@ from triton_doctor.evidence import (
     from_jsonable,
     to_jsonable,
 )
+from triton_doctor.parallel import map_apart, processes
 from triton_doctor.printable import display_name
-
-#: Models to read before sharing them out to other processes pays for forking.
-PARALLEL_FROM = 64
 
 
 class TargetError(Exception):
@@ -40,9 +37,8 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
     ``config_name`` mirrors tritonserver --model-config-name: a model's
     ``configs/<config_name>.pbtxt`` is read instead of config.pbtxt when it exists. With a
     ``cache_dir``, a model whose directory is unchanged since a run recorded it is taken from
-    the cache (triton_doctor.cache); the others are read by ``jobs`` processes (None: every
-    CPU available once there are PARALLEL_FROM models to read, else one). The evidence is the
-    same whichever way it was read.
+    the cache (triton_doctor.cache); the others are read by ``jobs`` processes (None: as
+    ``parallel.processes`` decides). The evidence is the same whichever way it was read.
     """
     root = Path(path)
     shown = display_name(str(root))
@@ -64,7 +60,7 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
     cache = RepositoryCache(cache_dir, f"{shown}\0{real_root}\0{config_name or ''}")
     now = time.time_ns()
     keys = map_apart(functools.partial(_key, now=now), entries,
-                     _processes(jobs, len(entries)), _same, _same)
+                     processes(jobs, len(entries)), _same, _same)
     named = [(entry.name, key) for entry, key in zip(entries, keys, strict=True)
              if not _ignored(entry)]
     whole = (digest(*(f"{name}\0{key}" for name, key in named))
@@ -109,19 +105,13 @@ def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None],
     read = map_apart(functools.partial(model_dir.collect_model, config_name=config_name,
                                        real_root=real_root),
                      [entries[index] for index in missing],
-                     _processes(jobs, len(missing)), model_dir.portable, model_dir.restored)
+                     processes(jobs, len(missing)), model_dir.portable, model_dir.restored)
     for index, model in zip(missing, read, strict=True):
         found[index] = model
         key = keys[index]
         if cache and key and model is not None:
             cache.keep_model(entries[index].name, key, to_jsonable(model))
     return [model for model in found if model is not None]
-
-
-def _processes(jobs: int | None, models: int) -> int:
-    if jobs is not None:
-        return jobs
-    return available_cores() if models >= PARALLEL_FROM else 1
 
 
 def _cached(cache: RepositoryCache, name: str, key: str) -> ModelDir | None:

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
+from triton_doctor.parallel import map_apart, processes
 from triton_doctor.registry import Rule
 from triton_doctor.settings import ModelWaiver
 from triton_doctor.suppress import waivers
-from triton_doctor.triton.fleet_model import FleetView
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
-from triton_doctor.triton.server_model import LiveView
+
+if TYPE_CHECKING:  # the live views, imported where a live run needs them
+    from triton_doctor.triton.server_model import LiveView
 
 #: The Evidence part a rule's need is read from, where the need is a view of one.
 _PART_OF = {"server_state": "server"}
@@ -58,8 +62,10 @@ def run(
     rules: Sequence[Rule],
     waived: Sequence[ModelWaiver] = (),
     waiver_source: str = "settings",
+    jobs: int | None = 1,
 ) -> Result:
-    """Judge the Evidence with ``rules``; ``waived`` are the settings file's waivers."""
+    """Judge the Evidence with ``rules``; ``waived`` are the settings file's waivers; a
+    repository's models are judged by ``jobs`` processes (None: ``parallel.processes``)."""
     live = [r for r in rules if r.scope == "live"]
     log = [r for r in rules if r.scope == "log"]
     fleet = [r for r in rules if r.scope == "fleet"]
@@ -73,10 +79,12 @@ def run(
     repository = None
     if evidence.repository is not None:
         repository = RepositoryView(evidence.repository, evidence.options)
-        _run_static(result, static, repository)
+        _run_static(result, static, repository, jobs)
     if asked_fleet:
         _run_fleet(result, live, fleet, evidence, list(result.findings))
     elif asked_live or asked_log:
+        from triton_doctor.triton.server_model import LiveView
+
         _run_live(result, live * asked_live + log * asked_log, LiveView(evidence),
                   list(result.findings))
     result.findings.sort(key=lambda f: (f.model or "", -f.severity, f.rule, f.instance or "",
@@ -116,6 +124,9 @@ def _run_fleet(result: Result, live: Sequence[Rule], fleet: Sequence[Rule], evid
     """The fleet rules once, and the live rules on each replica, their findings naming it. A
     rule skipped for the same reason on every replica is said once; the live rules that need
     no part (TD603: Prometheus out of reach) judge the run itself."""
+    from triton_doctor.triton.fleet_model import FleetView
+    from triton_doctor.triton.server_model import LiveView
+
     for candidate in live:
         if not candidate.needs:
             _judge(result, candidate, None, LiveView(evidence))
@@ -137,31 +148,62 @@ def _run_fleet(result: Result, live: Sequence[Rule], fleet: Sequence[Rule], evid
     result.skipped += skipped.values()
 
 
-def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView) -> None:
+def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView,
+                jobs: int | None) -> None:
     """Repository rules once; model rules on each model, skipped (with the reason) where what
-    they need is missing, and not called where their ``when`` says they cannot apply. What
-    models lack and which declarations they meet is decided once per model, not per rule."""
+    they need is missing, and not called where their ``when`` says they cannot apply. The
+    models are judged by ``jobs`` processes (``parallel.processes``); what each gives is put
+    back in the order one process gives it: rule by rule, model by model."""
     models = repository.models
     result.models = len(models)
     if repository.options.configs_only:
         result.without_model_files = sum(m.lacks_model_files for m in models)
-    missing: dict[tuple[str, ...], list[str | None]] = {}
-    turns: dict[tuple[tuple[str, ...], frozenset[str]], list[tuple[ModelView, str | None]]] = {}
+    model_rules = [candidate for candidate in rules if candidate.scope != "repository"]
+    judged = map_apart(functools.partial(_judge_model, model_rules, repository),
+                       range(len(models)), processes(jobs, len(models)), _same, _same)
+    turn = 0
     for candidate in rules:
         if candidate.scope == "repository":
             _judge(result, candidate, None, repository)
             continue
+        for of_model in judged:
+            skipped, found = of_model.get(turn, ((), ()))
+            result.skipped += skipped
+            result.findings += found
+        turn += 1
+
+
+#: What model rules gave one model: by the rule's place in the list, its skips and findings.
+ModelJudged = dict[int, tuple[list[Skipped], list[Finding]]]
+
+
+def _judge_model(rules: Sequence[Rule], repository: RepositoryView, index: int) -> ModelJudged:
+    """Every model rule on the model at ``index``; what it lacks, and which declarations it
+    meets, decided once per kind, not per rule."""
+    model = repository.models[index]
+    missing: dict[tuple[str, ...], str | None] = {}
+    applies: dict[frozenset[str], bool] = {}
+    judged: ModelJudged = {}
+    for turn, candidate in enumerate(rules):
         needs, when = candidate.needs, candidate.when
         if needs not in missing:
-            missing[needs] = [m.missing(needs) for m in models]
-        if (needs, when) not in turns:  # (model, why it is skipped) for each one it is called on
-            turns[needs, when] = [(m, why) for m, why in zip(models, missing[needs], strict=True)
-                                  if why or m.may_apply(when)]
-        for model, why in turns[needs, when]:
-            if why:
-                result.skipped.append(Skipped(candidate.id, model.name, why))
-            else:
-                _judge(result, candidate, model, model, repository)
+            missing[needs] = model.missing(needs)
+        why = missing[needs]
+        if why:
+            judged[turn] = ([Skipped(candidate.id, model.name, why)], [])
+            continue
+        if when not in applies:
+            applies[when] = model.may_apply(when)
+        if applies[when]:
+            part = Result()
+            _judge(part, candidate, model, model, repository)
+            if part.skipped or part.findings:
+                judged[turn] = (part.skipped, part.findings)
+    return judged
+
+
+def _same(judged: ModelJudged) -> ModelJudged:
+    return judged
 
 
 def _judge(result: Result, rule: Rule, model: ModelView | None, *args: object) -> None:

@@ -239,7 +239,8 @@ class Invocation:
 
     def judge(self, evidence: Evidence) -> Result:
         """The selected rules and the settings file's waivers over ``evidence``."""
-        return judged(evidence, self.rules, self.waivers, self.settings_source or "settings")
+        return judged(evidence, self.rules, self.waivers, self.settings_source or "settings",
+                      self.sources.jobs)
 
 
 def _check(args: argparse.Namespace, settings: Settings) -> Invocation:

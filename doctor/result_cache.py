@@ -23,13 +23,14 @@ LIVE_PARTS = ("server", "metrics", "gpu", "container", "host", "log", "fleet")
 
 
 def judged(evidence: Evidence, rules: Sequence[Rule], waived: Sequence[ModelWaiver],
-           waiver_source: str) -> Result:
-    """``engine.run`` over these arguments, or the Result the cache recorded for them."""
+           waiver_source: str, jobs: int | None = 1) -> Result:
+    """``engine.run`` over these arguments, or the Result the cache recorded for them
+    (``jobs`` changes how fast a Result is judged, never what it is)."""
     repository = evidence.repository
     cache = repository.cache if repository is not None else None
     if (repository is None or cache is None or repository.fingerprint is None
             or evidence.unavailable or any(getattr(evidence, part) for part in LIVE_PARTS)):
-        return run(evidence, rules, waived, waiver_source)
+        return run(evidence, rules, waived, waiver_source, jobs)
     key = digest(repository.fingerprint, repository.path,
                  json.dumps(to_jsonable(evidence.options), sort_keys=True),
                  *(candidate.id for candidate in rules), repr(list(waived)), waiver_source)
@@ -40,7 +41,7 @@ def judged(evidence: Evidence, rules: Sequence[Rule], waived: Sequence[ModelWaiv
             return result
         except EvidenceError:
             pass
-    result = run(evidence, rules, waived, waiver_source)
+    result = run(evidence, rules, waived, waiver_source, jobs)
     data = to_jsonable(result)
     if _survives(result, data):
         cache.keep_result(key, data)

@@ -218,7 +218,7 @@ def test_another_build_of_the_tool_ignores_the_cache(tmp_path: Path, mixed: Path
 
 def test_work_shared_out_comes_back_in_order_and_a_failure_is_raised_here() -> None:
     script = (
-        "from triton_doctor.checks.parallel import can_fork, map_apart\n"
+        "from triton_doctor.parallel import can_fork, map_apart\n"
         "assert can_fork()\n"
         "import os\n"
         "parent = os.getpid()\n"

@@ -1,4 +1,5 @@
-"""Reading a large repository on every core: the items shared out to forked processes.
+"""Reading and judging a large repository on every core: the items shared out to forked
+processes.
 
 A fork starts in a millisecond with everything imported. Spawning a fresh interpreter would
 pay the start-up that a check is measured by. Each child reads its share and sends the results
@@ -17,12 +18,23 @@ from typing import Any, TypeVar
 Item = TypeVar("Item")
 Out = TypeVar("Out")
 
+#: Models to read or judge before sharing them out to other processes pays for forking.
+PARALLEL_FROM = 64
+
 
 def available_cores() -> int:
     """The CPUs this process may run on (its affinity, where the platform tells)."""
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
+
+
+def processes(jobs: int | None, models: int) -> int:
+    """How many processes share ``models``: ``jobs`` when the user chose, else every CPU
+    available once there are PARALLEL_FROM models, else one."""
+    if jobs is not None:
+        return jobs
+    return available_cores() if models >= PARALLEL_FROM else 1
 
 
 def can_fork() -> bool:
