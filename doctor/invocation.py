@@ -158,7 +158,10 @@ class Invocation:
     sources: Sources = field(default_factory=Sources)
     target: Target = field(default_factory=Target)
     output: Output = field(default_factory=Output)
-    rules: tuple[Rule, ...] = ()
+    #: The rules --select, --ignore and the settings file chose; None when they chose none:
+    #: every rule, imported only once the run judges (a check answered by the cache never
+    #: loads them).
+    chosen_rules: tuple[Rule, ...] | None = ()
     waivers: tuple[ModelWaiver, ...] = ()
     #: The settings file that applied, named in reports; None when none did.
     settings_source: str | None = None
@@ -237,16 +240,23 @@ class Invocation:
         return [replace(self, sources=replace(self.sources, url=url, urls=(url,)))
                 for url in self.sources.urls]
 
+    @property
+    def rules(self) -> tuple[Rule, ...]:
+        return tuple(all_rules()) if self.chosen_rules is None else self.chosen_rules
+
     def judge(self, evidence: Evidence) -> Result:
         """The selected rules and the settings file's waivers over ``evidence``."""
-        return judged(evidence, self.rules, self.waivers, self.settings_source or "settings",
-                      self.sources.jobs)
+        return judged(evidence, self.chosen_rules, self.waivers,
+                      self.settings_source or "settings", self.sources.jobs)
 
 
 def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
-    _settings_rules(settings)
-    rules = select_rules(_split(args.select) or settings.select,
-                         [*settings.ignore, *_split(args.ignore)])
+    select = _split(args.select) or settings.select
+    ignore = [*settings.ignore, *_split(args.ignore)]
+    rules = None
+    if select or ignore:
+        _settings_rules(settings)
+        rules = tuple(select_rules(select, ignore))
     target = _target(args, settings)
     sources = _sources(args, settings)
     if len(sources.repositories) > 1 and (args.url or args.prometheus or args.tui):
@@ -273,8 +283,8 @@ def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
         baseline=args.baseline or settings.baseline,
         write_baseline=args.write_baseline,
     )
-    return Invocation("check", sources, target, output, tuple(rules),
-                      tuple(settings.waivers), settings.source)
+    return Invocation("check", sources, target, output, rules, tuple(settings.waivers),
+                      settings.source)
 
 
 def _writes_apart(report: str | None, baseline: str | None,
@@ -362,7 +372,7 @@ def _snapshot(args: argparse.Namespace, settings: Settings) -> Invocation:
                          "Prometheus")
     target = _target(args, settings)
     return Invocation("snapshot", _sources(args, settings), target, Output(path=args.output),
-                      rules=tuple(all_rules()), settings_source=settings.source)
+                      chosen_rules=None, settings_source=settings.source)
 
 
 def _config(args: argparse.Namespace) -> Invocation:
@@ -375,7 +385,7 @@ def _config(args: argparse.Namespace) -> Invocation:
     sources = Sources(repository=str(model_dir.absolute().parent),
                       model_dir=model_dir.absolute().name)
     return Invocation("config", sources, target, Output(path=args.output),
-                      rules=tuple(all_rules()))
+                      chosen_rules=None)
 
 
 def _not_the_config_read(config: Path, output: str | None, force: bool) -> None:

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 
 from triton_doctor.cache import digest
+from triton_doctor.catalogue import all_rules
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import Evidence, EvidenceError, from_jsonable, to_jsonable
 from triton_doctor.registry import Rule
@@ -22,18 +23,20 @@ from triton_doctor.settings import ModelWaiver
 LIVE_PARTS = ("server", "metrics", "gpu", "container", "host", "log", "fleet")
 
 
-def judged(evidence: Evidence, rules: Sequence[Rule], waived: Sequence[ModelWaiver],
+def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[ModelWaiver],
            waiver_source: str, jobs: int | None = 1) -> Result:
-    """``engine.run`` over these arguments, or the Result the cache recorded for them
-    (``jobs`` changes how fast a Result is judged, never what it is)."""
+    """``engine.run`` over these arguments (``rules`` None: every rule), or the Result the
+    cache recorded for them (``jobs`` changes how fast a Result is judged, never what it is).
+    Every rule is named by one key: the cache stamps the tool's build, and with it the rules."""
     repository = evidence.repository
     cache = repository.cache if repository is not None else None
     if (repository is None or cache is None or repository.fingerprint is None
             or evidence.unavailable or any(getattr(evidence, part) for part in LIVE_PARTS)):
-        return run(evidence, rules, waived, waiver_source, jobs)
+        return run(evidence, _or_all(rules), waived, waiver_source, jobs)
+    chosen = ["every rule"] if rules is None else [candidate.id for candidate in rules]
     key = digest(repository.fingerprint, repository.path,
                  json.dumps(to_jsonable(evidence.options), sort_keys=True),
-                 *(candidate.id for candidate in rules), repr(list(waived)), waiver_source)
+                 *chosen, repr(list(waived)), waiver_source)
     recorded = cache.result(key)
     if recorded is not None:
         try:
@@ -41,11 +44,15 @@ def judged(evidence: Evidence, rules: Sequence[Rule], waived: Sequence[ModelWaiv
             return result
         except EvidenceError:
             pass
-    result = run(evidence, rules, waived, waiver_source, jobs)
+    result = run(evidence, _or_all(rules), waived, waiver_source, jobs)
     data = to_jsonable(result)
     if _survives(result, data):
         cache.keep_result(key, data)
     return result
+
+
+def _or_all(rules: Sequence[Rule] | None) -> Sequence[Rule]:
+    return all_rules() if rules is None else rules
 
 
 def _survives(result: Result, data: object) -> bool:
