@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
+from triton_doctor.checks.ast_index import NodeIndex, children
 from triton_doctor.evidence import ConfigRead
 
 LOOKUPS = {"get_input_config_by_name": "input", "get_output_config_by_name": "output"}
@@ -66,9 +67,12 @@ class _Follower:
         return self.reads
 
     def _simple(self, statement: ast.stmt) -> None:
-        self._drop_escaped(statement)
+        found = NodeIndex(statement)
+        if self.configs or self.parameter_maps or self.aliases or self.pending:
+            # while nothing is followed, a statement has nothing to drop
+            self._drop_escaped(statement, found)
         value = getattr(statement, "value", None)
-        if value is not None:
+        if value is not None and found.of(ast.Subscript):  # only a subscript reads
             self._record(value)
         targets: list[ast.expr] = []
         if isinstance(statement, ast.Assign):
@@ -84,7 +88,8 @@ class _Follower:
             if value is not None and self._reaches_configuration(value):
                 self._forget_all()  # stored where it is not followed: self.a.b = config
                 return
-            for node in ast.walk(target):  # unpacking, or a store into a subscript
+            # unpacking, or a store into a subscript
+            for node in NodeIndex(target).of_any(ast.Name, ast.Attribute):
                 if (name := self._key(node)) is not None:
                     self._forget(name)
             return
@@ -157,65 +162,61 @@ class _Follower:
             return _literal(node.args[0])
         return None
 
-    def _drop_escaped(self, statement: ast.stmt) -> None:
-        """Forget every tracked name the statement uses other than by reading it: a guard
-        (``if x is None``), a mutation or a call may change what the later reads do."""
-        if self._may_change_configuration(statement):
+    def _drop_escaped(self, statement: ast.stmt, found: NodeIndex) -> None:
+        """Forget every tracked name the statement (whose nodes are ``found``) uses other than
+        by reading it: a guard (``if x is None``), a mutation or a call may change what the
+        later reads do."""
+        if self._may_change_configuration(statement, found):
             self._forget_all()  # aliases share the dict: every name may see the change
             return
-        allowed: set[int] = set()
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-                allowed.add(id(node.value))
-            elif isinstance(node, ast.Call):
-                if _called(node.func) in READERS and node.args:
-                    allowed.add(id(node.args[0]))
-                if isinstance(node.func, ast.Attribute) and node.func.attr == "get":
-                    allowed.add(id(node.func.value))
+        allowed = {id(node.value) for node in found.of(ast.Subscript)
+                   if isinstance(node.ctx, ast.Load)}
+        for call in found.of(ast.Call):
+            if _called(call.func) in READERS and call.args:
+                allowed.add(id(call.args[0]))
+            if isinstance(call.func, ast.Attribute) and call.func.attr == "get":
+                allowed.add(id(call.func.value))
         if isinstance(statement, ast.Assign):
             allowed.add(id(statement.value))  # an alias
-        for node in ast.walk(statement):
-            key = self._key(node)
-            if key is None or id(node) in allowed or not isinstance(
-                    getattr(node, "ctx", None), ast.Load):
+        for node in found.of_any(ast.Name, ast.Attribute):
+            if (id(node) in allowed or not isinstance(getattr(node, "ctx", None), ast.Load)
+                    or (key := self._key(node)) is None):
                 continue
             if key in self.configs or key in self.parameter_maps or key in self.aliases:
                 self._forget_all()  # aliases share the dict
             self.pending.pop(key, None)
 
-    def _may_change_configuration(self, statement: ast.stmt) -> bool:
+    def _may_change_configuration(self, statement: ast.stmt, found: NodeIndex) -> bool:
         """Whether the statement may change the configuration the reads look in: a method
         other than ``get`` called on it or a part of it (``config["parameters"].update(d)``),
         a part of it passed to a function or put in a container, a store or ``del`` through
         it, an augmented assignment to it, or a method of ``self`` called while ``self``
         holds some of it (``self._fill_defaults()``)."""
-        if isinstance(statement, ast.AugAssign) and self._key(statement.target) in self._held():
+        held = self._held()
+        if isinstance(statement, ast.AugAssign) and self._key(statement.target) in held:
             return True
-        owner_holds = any(key.startswith(f"{self.owner}.") for key in self._held())
-        for node in ast.walk(statement):
-            if isinstance(node, ast.Call):
-                reader = _called(node.func) in READERS  # its first argument is only read
-                arguments = [*node.args[reader:], *(k.value for k in node.keywords)]
-                if isinstance(node.func, ast.Attribute) and node.func.attr != "get":
-                    arguments.append(node.func.value)
-                if any(self._reaches_configuration(a) or (owner_holds and self._on_owner(a))
-                       for a in arguments):
+        owner_holds = any(key.startswith(f"{self.owner}.") for key in held)
+        for call in found.of(ast.Call):
+            reader = _called(call.func) in READERS  # its first argument is only read
+            arguments = [*call.args[reader:], *(k.value for k in call.keywords)]
+            if isinstance(call.func, ast.Attribute) and call.func.attr != "get":
+                arguments.append(call.func.value)
+            for argument in arguments:
+                key, depth = self._root(argument)
+                if self._holds_at(key, depth) or (owner_holds and self._is_owner(key)):
                     return True
-            elif isinstance(node, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred)):
-                parts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else (
-                    [node.value] if isinstance(node, ast.Starred) else node.elts)
-                if any(p is not None and self._reaches_configuration(p) for p in parts):
-                    return True
-            elif isinstance(node, (ast.Subscript, ast.Attribute)) and not isinstance(
-                    node.ctx, ast.Load) and self._reaches_configuration(node.value):
+        for node in found.of_any(ast.List, ast.Tuple, ast.Set, ast.Dict, ast.Starred):
+            parts = [*node.keys, *node.values] if isinstance(node, ast.Dict) else (
+                [node.value] if isinstance(node, ast.Starred) else node.elts)
+            if any(p is not None and self._reaches_configuration(p) for p in parts):
                 return True
-        return False
+        return any(not isinstance(node.ctx, ast.Load) and self._reaches_configuration(node.value)
+                   for node in found.of_any(ast.Subscript, ast.Attribute))
 
-    def _on_owner(self, node: ast.expr) -> bool:
-        """Whether ``node`` is ``self`` or reached through it: a method it calls may change
-        what ``self`` holds."""
-        key = self._root(node)[0] or ""
-        return key == self.owner or key.startswith(f"{self.owner}.")
+    def _is_owner(self, key: str | None) -> bool:
+        """Whether the name ``key`` is ``self`` or reached through it: a method it calls may
+        change what ``self`` holds."""
+        return key is not None and (key == self.owner or key.startswith(f"{self.owner}."))
 
     def _held(self) -> set[str]:
         """Every name holding the configuration or a part of it."""
@@ -224,7 +225,10 @@ class _Follower:
     def _reaches_configuration(self, node: ast.expr) -> bool:
         """Whether ``node`` may be the configuration or a part whose change changes a read:
         the dict, its parameters map, input and output lists and their entries."""
-        key, depth = self._root(node)
+        return self._holds_at(*self._root(node))
+
+    def _holds_at(self, key: str | None, depth: int) -> bool:
+        """Whether ``depth`` steps from the name ``key`` is the configuration or such a part."""
         if key in self.configs:
             return depth <= 2
         if key in self.aliases:
@@ -292,7 +296,7 @@ def _certain_nodes(expression: ast.expr) -> Iterator[ast.AST]:
         if isinstance(node, LAZY):
             continue
         yield node
-        stack.extend(ast.iter_child_nodes(node))
+        stack.extend(children(node))
 
 
 def _called(function: ast.expr) -> str:

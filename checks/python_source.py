@@ -6,6 +6,7 @@ import ast
 import itertools
 import os
 
+from triton_doctor.checks.ast_index import NodeIndex
 from triton_doctor.checks.autocomplete_calls import follow
 from triton_doctor.checks.formats import LISTED_BUT_MISSING
 from triton_doctor.checks.python_initialize import initialize_reads
@@ -57,10 +58,11 @@ def read_python_source(path: str, entries: list[str] | None = None) -> PythonSou
     if classes:  # the last class statement binds the name the stub reads
         source.has_model_class = True
         _read_model_class(classes[-1], source)
-    source.may_define_model_class = _may_define_model_class(tree)
+    found = NodeIndex(tree)  # one walk, which the questions below share
+    source.may_define_model_class = _may_define_model_class(tree, len(classes), found)
     if source.may_define_model_class:
         source.initialize_reads = []  # the class the stub gets may be another one
-    _tensor_names(tree, source)
+    _tensor_names(found.of(ast.Call), source)
     return source
 
 
@@ -108,8 +110,8 @@ def _read_model_class(node: ast.ClassDef, source: PythonSource) -> None:
             if item.name == "initialize":
                 initialize = (item if isinstance(item, ast.FunctionDef)
                               and not item.decorator_list else None)
-        elif any(isinstance(name, ast.Name) and name.id == "initialize"
-                 and not isinstance(name.ctx, ast.Load) for name in ast.walk(item)):
+        elif any(name.id == "initialize" and not isinstance(name.ctx, ast.Load)
+                 for name in NodeIndex(item).of(ast.Name)):
             initialize = None  # initialize = wrap(initialize)
         if isinstance(item, ast.FunctionDef) and item.name == "auto_complete_config":
             source.auto_complete = follow(item)
@@ -123,45 +125,36 @@ def _read_model_class(node: ast.ClassDef, source: PythonSource) -> None:
         source.initialize_reads = initialize_reads(initialize)
 
 
-def _may_define_model_class(tree: ast.Module) -> bool:
-    """Whether anything but a plain module-level class statement may bind TritonPythonModel
-    in the module: the stub only asks the imported module for the attribute."""
-    top_level = {id(node) for node in tree.body}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.alias):
-            bound = node.asname or node.name.split(".")[0]
-            if node.name == "*" or bound == MODEL_CLASS:
-                return True
-        elif isinstance(node, ast.Name):
-            if node.id == MODEL_CLASS and not isinstance(node.ctx, ast.Load):
-                return True
-            if node.id in DYNAMIC_NAMES:
-                return True
-        elif isinstance(node, ast.ClassDef) and node.name == MODEL_CLASS:
-            if id(node) not in top_level:  # inside if/try/with, or a function with `global`
-                return True
-        elif isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
-            if id(node) in top_level:
-                return True
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            if node.value == MODEL_CLASS:  # setattr(module, "TritonPythonModel", ...)
-                return True
-        elif isinstance(node, ast.Attribute) and node.attr in ("modules", "__dict__"):
-            return True  # sys.modules[__name__] = ..., a module's __dict__ written
-    return False
+def _may_define_model_class(tree: ast.Module, top_level_classes: int, found: NodeIndex) -> bool:
+    """Whether anything but a plain module-level class statement (of which the module has
+    ``top_level_classes``) may bind TritonPythonModel in the module, whose nodes are
+    ``found``: the stub only asks the imported module for the attribute."""
+    return (
+        any(alias.name == "*" or (alias.asname or alias.name.split(".")[0]) == MODEL_CLASS
+            for alias in found.of(ast.alias))
+        or any((name.id == MODEL_CLASS and not isinstance(name.ctx, ast.Load))
+               or name.id in DYNAMIC_NAMES for name in found.of(ast.Name))
+        # a class statement inside if/try/with, or a function with `global`
+        or sum(node.name == MODEL_CLASS for node in found.of(ast.ClassDef)) > top_level_classes
+        or any(isinstance(node, ast.FunctionDef) and node.name == "__getattr__"
+               for node in tree.body)
+        # setattr(module, "TritonPythonModel", ...)
+        or any(isinstance(constant.value, str) and constant.value == MODEL_CLASS
+               for constant in found.of(ast.Constant))
+        # sys.modules[__name__] = ..., a module's __dict__ written
+        or any(node.attr in ("modules", "__dict__") for node in found.of(ast.Attribute)))
 
 
-def _tensor_names(tree: ast.Module, source: PythonSource) -> None:
-    """Names passed as literals to ``get_input_tensor_by_name`` and ``Tensor(...)``.
+def _tensor_names(calls: list[ast.Call], source: PythonSource) -> None:
+    """Names passed as literals to ``get_input_tensor_by_name`` and ``Tensor(...)`` in
+    ``calls``, which are in ``ast.walk``'s order: the first use found gives the line.
 
     Tensors built for BLS requests to other models look the same as outputs, so output names
     are recorded only for modules that build no ``InferenceRequest``.
     """
     outputs: dict[str, int] = {}
     bls = False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
+    for node in calls:
         name = _called_name(node.func)
         if name == "InferenceRequest":
             bls = True
