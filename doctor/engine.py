@@ -159,7 +159,10 @@ def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryVie
     if repository.options.configs_only:
         result.without_model_files = sum(m.lacks_model_files for m in models)
     model_rules = [candidate for candidate in rules if candidate.scope != "repository"]
-    judged = map_apart(functools.partial(_judge_model, model_rules, repository),
+    kinds: dict[tuple[tuple[str, ...], frozenset[str]], list[int]] = {}
+    for turn, candidate in enumerate(model_rules):
+        kinds.setdefault((candidate.needs, candidate.when), []).append(turn)
+    judged = map_apart(functools.partial(_judge_model, model_rules, kinds, repository),
                        range(len(models)), processes(jobs, len(models)), _same, _same)
     turn = 0
     for candidate in rules:
@@ -177,28 +180,27 @@ def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryVie
 ModelJudged = dict[int, tuple[list[Skipped], list[Finding]]]
 
 
-def _judge_model(rules: Sequence[Rule], repository: RepositoryView, index: int) -> ModelJudged:
-    """Every model rule on the model at ``index``; what it lacks, and which declarations it
-    meets, decided once per kind, not per rule."""
+def _judge_model(rules: Sequence[Rule],
+                 kinds: dict[tuple[tuple[str, ...], frozenset[str]], list[int]],
+                 repository: RepositoryView, index: int) -> ModelJudged:
+    """Every model rule on the model at ``index``. ``kinds`` groups the rules (their places in
+    ``rules``) by what they need and where they apply: what the model lacks, and which
+    declarations it meets, is decided once per kind, not per rule."""
     model = repository.models[index]
     missing: dict[tuple[str, ...], str | None] = {}
-    applies: dict[frozenset[str], bool] = {}
     judged: ModelJudged = {}
-    for turn, candidate in enumerate(rules):
-        needs, when = candidate.needs, candidate.when
+    for (needs, when), turns in kinds.items():
         if needs not in missing:
             missing[needs] = model.missing(needs)
         why = missing[needs]
         if why:
-            judged[turn] = ([Skipped(candidate.id, model.name, why)], [])
-            continue
-        if when not in applies:
-            applies[when] = model.may_apply(when)
-        if applies[when]:
-            part = Result()
-            _judge(part, candidate, model, model, repository)
-            if part.skipped or part.findings:
-                judged[turn] = (part.skipped, part.findings)
+            for turn in turns:
+                judged[turn] = ([Skipped(rules[turn].id, model.name, why)], [])
+        elif model.may_apply(when):
+            for turn in turns:
+                skipped, found = _judged(rules[turn], model, model, repository)
+                if skipped or found:
+                    judged[turn] = (skipped, found)
     return judged
 
 
@@ -207,14 +209,22 @@ def _same(judged: ModelJudged) -> ModelJudged:
 
 
 def _judge(result: Result, rule: Rule, model: ModelView | None, *args: object) -> None:
-    """Run one rule on ``args``; a defect in a rule is reported as a skip, not a crash."""
+    """Run one rule on ``args`` into ``result``."""
+    skipped, found = _judged(rule, model, *args)
+    result.skipped += skipped
+    result.findings += found
+
+
+def _judged(rule: Rule, model: ModelView | None,
+            *args: object) -> tuple[list[Skipped], list[Finding]]:
+    """What one rule gives on ``args``; a defect in a rule is reported as a skip, not a
+    crash."""
     try:
         hits = list(rule.check(*args))
     except Exception as error:  # any defect in one rule must not end the whole check
         reason = f"internal error in the rule ({type(error).__name__}: {error}); please report it"
-        result.skipped.append(Skipped(rule.id, model.name if model else None, reason, True))
-        return
-    _collect(result, rule, model, hits)
+        return [Skipped(rule.id, model.name if model else None, reason, True)], []
+    return [], _findings(rule, model, hits) if hits else []
 
 
 def _apply_waivers(
@@ -249,13 +259,14 @@ def _apply_waivers(
     result.findings = kept
 
 
-def _collect(result: Result, rule: Rule, model: ModelView | None, hits: Iterable[Hit]) -> None:
+def _findings(rule: Rule, model: ModelView | None, hits: Iterable[Hit]) -> list[Finding]:
+    found = []
     for hit in hits:
         path = hit.path or (model.config_path if model else None)
         line = hit.line
         if line is None and hit.field and model is not None and path == model.config_path:
             line = model.locate(hit.field)
-        result.findings.append(
+        found.append(
             Finding(
                 rule=rule.id,
                 name=rule.name,
@@ -271,3 +282,4 @@ def _collect(result: Result, rule: Rule, model: ModelView | None, hits: Iterable
                 instance=hit.instance,
             )
         )
+    return found
