@@ -6,7 +6,10 @@ edit changes the ctime, and a file replaced by a rename changes the inode, even 
 restores the mtime (``cp -p``, ``rsync -t``). A directory holding a symbolic link, a special file or
 more than MAX_ENTRIES entries, or one that cannot be listed whole, gets no fingerprint. A link may
 lead out of the directory, where a change leaves no trace here, so such a model is read again
-on every run.
+on every run. Nor does a file system without inode numbers (Windows lists them as 0, and its
+ctime is the creation time: an edit that puts the mtime back would leave no trace). A network
+file system that caches attributes may show an edit to ``stat`` a little later than to
+``open``.
 """
 
 from __future__ import annotations
@@ -46,11 +49,9 @@ def fingerprint(path: str, now_ns: int) -> str | None:
                                  status.st_dev, status.st_mtime_ns, status.st_ctime_ns))
                     if stat.S_ISDIR(mode):
                         pending.append((f"{prefix}{entry.name}/", entry.path))
-                    elif not stat.S_ISREG(mode):
+                    elif not stat.S_ISREG(mode) or not status.st_ino or len(rows) > MAX_ENTRIES:
                         return None
         except OSError:
-            return None
-        if len(rows) > MAX_ENTRIES:
             return None
     if max(max(row[5], row[6]) for row in rows) > now_ns - SETTLE_NS:
         return None

@@ -60,7 +60,7 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
     cache = RepositoryCache(cache_dir, f"{shown}\0{real_root}\0{config_name or ''}")
     now = time.time_ns()
     keys = map_apart(functools.partial(_key, now=now), entries,
-                     processes(jobs, len(entries)), _same, _same)
+                     processes(jobs, len(entries)))
     named = [(entry.name, key) for entry, key in zip(entries, keys, strict=True)
              if not _ignored(entry)]
     whole = (digest(*(f"{name}\0{key}" for name, key in named))
@@ -75,10 +75,6 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
 def _key(entry: os.DirEntry[str], now: int) -> str | None:
     """The entry's fingerprint; None for what is no model, or cannot be cached."""
     return None if _ignored(entry) else fingerprint(entry.path, now)
-
-
-def _same(key: str | None) -> str | None:
-    return key
 
 
 def _ignored(entry: os.DirEntry[str]) -> bool:

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import stat
 import sys
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from triton_doctor.safe_files import read_file, write_file
+from triton_doctor.safe_files import read_file
 
 #: Bumped when the file's shape changes.
 FORMAT = 1
@@ -26,18 +29,28 @@ FORMAT = 1
 MAX_FILE_BYTES = 512 * 1024 * 1024
 #: Judged Results kept per repository: one per choice of rules, settings and target.
 KEPT_RESULTS = 4
+#: The index holds only judged Results: past this it is not a file this tool wrote.
+MAX_INDEX_BYTES = 64 * 1024 * 1024
 #: Repositories a cache directory keeps; the least recently used beyond are deleted.
 KEPT_REPOSITORIES = 64
+#: A half-written file older than this was left by a run that was killed.
+ABANDONED_NS = 3600 * 1_000_000_000
+#: The names of this cache's files (and of a write a killed run left behind).
+OWN_NAME = re.compile(r"^(?:[0-9a-f]{32}(?:\.models)?\.json|\.part-\w+)$")
 
 
-def default_dir() -> str:
-    """The user's cache directory, as each platform names it."""
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-    elif sys.platform == "darwin":
-        base = str(Path.home() / "Library" / "Caches")
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+def default_dir() -> str | None:
+    """The user's cache directory, as each platform names it; None where the user has no home
+    (a container run under an id without a passwd entry): the run is then uncached."""
+    try:
+        if sys.platform == "win32":
+            base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        elif sys.platform == "darwin":
+            base = str(Path.home() / "Library" / "Caches")
+        else:
+            base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    except (RuntimeError, KeyError, OSError):
+        return None
     return os.path.join(base, "triton-doctor")
 
 
@@ -67,8 +80,11 @@ def tool_stamp() -> str:
     for root in roots:
         for directory, _, files in os.walk(root):
             for name in sorted(files):
-                if name.endswith((".py", ".json")):
-                    status = os.stat(os.path.join(directory, name))
+                if name.endswith((".py", ".json")) and not name.startswith("."):
+                    try:  # an editor's lock file is a dangling link
+                        status = os.lstat(os.path.join(directory, name))
+                    except OSError:
+                        continue
                     stamps.append(f"{directory}/{name}:{status.st_size}:{status.st_mtime_ns}")
     return digest(str(FORMAT), sys.version, triton_doctor.__version__,
                   google.protobuf.__version__, *sorted(stamps))
@@ -94,11 +110,11 @@ class RepositoryCache:
     entry. Both files are checked on reading, never trusted: a wrong one is a miss."""
 
     def __init__(self, directory: str, identity: str) -> None:
-        self._directory = directory
-        base = os.path.join(directory, digest(identity))
+        self._directory = os.path.join(directory, f"v{FORMAT}")
+        base = os.path.join(self._directory, digest(identity, str(_user())))
         self._index_path, self._models_path = f"{base}.json", f"{base}.models.json"
         self._tool = tool_stamp()
-        index = self._read(self._index_path)
+        index = self._read(self._index_path, MAX_INDEX_BYTES)
         complete = index.get("complete")
         self._recorded_complete = complete if isinstance(complete, str) else None
         results = index.get("results")
@@ -111,10 +127,12 @@ class RepositoryCache:
         #: the collector); None when some model could not be cached.
         self.complete: str | None = None
 
-    def _read(self, path: str) -> dict[str, Any]:
+    def _read(self, path: str, cap: int) -> dict[str, Any]:
         try:
-            data = json.loads(read_file(path, MAX_FILE_BYTES))
-        except (OSError, ValueError):  # FileTooLarge is an OSError
+            if not stat.S_ISREG(os.lstat(path).st_mode):
+                return {}  # a link planted there would be read, and written, through
+            data = json.loads(read_file(path, cap))
+        except (OSError, ValueError, RecursionError, MemoryError):  # FileTooLarge: OSError
             return {}
         if not isinstance(data, dict) or data.get("tool") != self._tool:
             return {}
@@ -127,7 +145,7 @@ class RepositoryCache:
     def model(self, name: str, key: str) -> Any | None:
         """The entry of model ``name`` recorded under ``key``, or None."""
         if self._old_models is None:
-            models = self._read(self._models_path).get("models")
+            models = self._read(self._models_path, MAX_FILE_BYTES).get("models")
             self._old_models = models if isinstance(models, dict) else {}
         entry = self._old_models.get(name)
         if isinstance(entry, dict) and entry.get("key") == key and "data" in entry:
@@ -174,20 +192,41 @@ class RepositoryCache:
             return
 
     def _write(self, path: str, document: dict[str, Any]) -> None:
+        """Write a temporary file and rename it onto ``path`` itself: whatever stood there (a
+        link planted in a shared or restored cache) is replaced, never written through."""
+        import tempfile
+
         document = {"format": FORMAT, "tool": self._tool, **document}
-        write_file(path, json.dumps(document, separators=(",", ":")).encode())
+        handle, temporary = tempfile.mkstemp(prefix=".part-", dir=self._directory)
+        try:
+            with os.fdopen(handle, "wb") as out:
+                out.write(json.dumps(document, separators=(",", ":")).encode())
+            os.replace(temporary, path)
+        except BaseException:
+            os.unlink(temporary)
+            raise
+
+
+def _user() -> int | str:
+    """Who runs: what a run may read, and so quote, is the user's; a cache directory shared
+    by several never serves one user's entries to another."""
+    return os.geteuid() if hasattr(os, "geteuid") else os.environ.get("USERNAME", "")
 
 
 def _prune(directory: str) -> None:
-    """Keep the files of the KEPT_REPOSITORIES most recently written repositories."""
+    """Keep the files of the KEPT_REPOSITORIES most recently written repositories, and delete
+    what a killed run left half-written; only this cache's own names are ever deleted."""
     with os.scandir(directory) as listing:
-        written = sorted(((entry.stat().st_mtime_ns, entry.name) for entry in listing
-                          if entry.name.endswith(".json") and entry.is_file(follow_symlinks=False)),
-                         reverse=True)
+        written = sorted(((entry.stat(follow_symlinks=False).st_mtime_ns, entry.name)
+                          for entry in listing if OWN_NAME.match(entry.name)), reverse=True)
+    abandoned = time.time_ns() - ABANDONED_NS  # a write this old is no concurrent run's
+    written = [(when, name) for when, name in written
+               if not name.startswith(".") or when < abandoned]
     kept: list[str] = []
     for _, name in written:
-        if name.split(".")[0] not in kept and len(kept) < KEPT_REPOSITORIES:
-            kept.append(name.split(".")[0])
+        stem = name.split(".")[0]
+        if stem and stem not in kept and len(kept) < KEPT_REPOSITORIES:
+            kept.append(stem)
     for _, name in written:
         if name.split(".")[0] not in kept:
             try:

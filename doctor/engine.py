@@ -163,7 +163,7 @@ def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryVie
     for turn, candidate in enumerate(model_rules):
         kinds.setdefault((candidate.needs, candidate.when), []).append(turn)
     judged = map_apart(functools.partial(_judge_model, model_rules, kinds, repository),
-                       range(len(models)), processes(jobs, len(models)), _same, _same)
+                       range(len(models)), processes(jobs, len(models)))
     turn = 0
     for candidate in rules:
         if candidate.scope == "repository":
@@ -201,10 +201,6 @@ def _judge_model(rules: Sequence[Rule],
                 skipped, found = _judged(rules[turn], model, model, repository)
                 if skipped or found:
                     judged[turn] = (skipped, found)
-    return judged
-
-
-def _same(judged: ModelJudged) -> ModelJudged:
     return judged
 
 

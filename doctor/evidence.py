@@ -340,11 +340,17 @@ class RepositoryEvidence:
         return repository
 
     def __getattr__(self, name: str) -> Any:
-        read = self.__dict__.pop("_read_models", None) if name == "models" else None
+        read = self.__dict__.get("_read_models") if name == "models" else None
         if read is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        self.models = read()
+        self.models = read()  # kept for another try should this raise
+        del self.__dict__["_read_models"]
         return self.models
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Copies and pickles hold the models themselves, not the means to read them."""
+        self.models  # noqa: B018 (reads deferred models)
+        return self.__dict__
 
     @property
     def has_models(self) -> bool:

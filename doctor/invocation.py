@@ -253,9 +253,9 @@ class Invocation:
 def _check(args: argparse.Namespace, settings: Settings) -> Invocation:
     select = _split(args.select) or settings.select
     ignore = [*settings.ignore, *_split(args.ignore)]
-    rules = None
-    if select or ignore:
-        _settings_rules(settings)
+    rules = None  # a static check: the rules are imported once it judges
+    if select or ignore or args.url or args.log or args.prometheus or args.snapshot:
+        _settings_rules(settings)  # a log's scan, too, reads the registered rules
         rules = tuple(select_rules(select, ignore))
     target = _target(args, settings)
     sources = _sources(args, settings)
@@ -372,7 +372,7 @@ def _snapshot(args: argparse.Namespace, settings: Settings) -> Invocation:
                          "Prometheus")
     target = _target(args, settings)
     return Invocation("snapshot", _sources(args, settings), target, Output(path=args.output),
-                      chosen_rules=None, settings_source=settings.source)
+                      chosen_rules=tuple(all_rules()), settings_source=settings.source)
 
 
 def _config(args: argparse.Namespace) -> Invocation:
@@ -385,7 +385,7 @@ def _config(args: argparse.Namespace) -> Invocation:
     sources = Sources(repository=str(model_dir.absolute().parent),
                       model_dir=model_dir.absolute().name)
     return Invocation("config", sources, target, Output(path=args.output),
-                      chosen_rules=None)
+                      chosen_rules=tuple(all_rules()))
 
 
 def _not_the_config_read(config: Path, output: str | None, force: bool) -> None:
@@ -486,7 +486,8 @@ def _sources(args: argparse.Namespace, settings: Settings, url: str | None = Non
 
 
 def _cache_dir(args: argparse.Namespace) -> str | None:
-    """``check``'s cache: --cache-dir, else the user's cache directory; none with --no-cache."""
+    """``check``'s cache: --cache-dir, else the user's cache directory (none where the user has
+    no home); none with --no-cache."""
     if args.command != "check" or args.no_cache:
         return None
     from triton_doctor.cache import default_dir

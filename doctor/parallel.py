@@ -10,9 +10,11 @@ in a single process. The results come back in the order of ``items``.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 Item = TypeVar("Item")
@@ -20,13 +22,24 @@ Out = TypeVar("Out")
 
 #: Models to read or judge before sharing them out to other processes pays for forking.
 PARALLEL_FROM = 64
+#: The most processes a run starts unasked, however many CPUs the machine has.
+MAX_PROCESSES = 8
 
 
 def available_cores() -> int:
-    """The CPUs this process may run on (its affinity, where the platform tells)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    """The CPUs this process may use: its affinity, where the platform tells, bounded by a
+    container's CPU quota (cgroup v2 ``cpu.max``: a pod allowed 2 CPUs on a 64-core node gets
+    2, not 64), and by MAX_PROCESSES."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
+        os.cpu_count() or 1)
+    try:
+        with open("/sys/fs/cgroup/cpu.max", encoding="ascii") as limits:
+            quota, period = limits.read().split()[:2]
+        if quota != "max":
+            cores = min(cores, max(1, int(quota) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return min(cores, MAX_PROCESSES)
 
 
 def processes(jobs: int | None, models: int) -> int:
@@ -44,10 +57,16 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and (threading is None or threading.active_count() == 1)
 
 
+def _same(value: Any) -> Any:
+    return value
+
+
 def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
-              pack: Callable[[Out], Any], unpack: Callable[[Any], Out]) -> list[Out]:
+              pack: Callable[[Out], Any] = _same,
+              unpack: Callable[[Any], Out] = _same) -> list[Out]:
     """``[work(item) for item in items]``, shared out to ``jobs`` processes (this one
-    included); ``pack`` makes a result picklable in the child, ``unpack`` restores it here."""
+    included); ``pack`` makes a result picklable in the child, ``unpack`` restores it here.
+    A share whose child cannot be started or fails is worked through here."""
     jobs = min(jobs, len(items))
     if jobs < 2 or not can_fork():
         return [work(item) for item in items]
@@ -55,27 +74,56 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
 
     shares = [list(range(start, len(items), jobs)) for start in range(jobs)]
     children = [(_fork(work, [items[i] for i in share], pack), share) for share in shares[1:]]
+    mine = shares[0] + [index for child, share in children if child is None for index in share]
     results: list[Any] = [None] * len(items)
-    for index in shares[0]:
-        results[index] = work(items[index])
-    for (pid, reading), share in children:
-        with os.fdopen(reading, "rb") as pipe:
-            payload = pipe.read()
-        _, status = os.waitpid(pid, 0)
-        outs = ([unpack(out) for out in pickle.loads(payload)] if status == 0 and payload
-                else [work(items[index]) for index in share])
-        for index, out in zip(share, outs, strict=True):
-            results[index] = out
+    running = [child for child, _ in children if child is not None]
+    try:
+        for index in mine:
+            results[index] = work(items[index])
+        for child, share in children:
+            if child is None:
+                continue
+            pid, reading = child
+            running.remove(child)
+            with os.fdopen(reading, "rb") as pipe:
+                payload = pipe.read()
+            _, status = os.waitpid(pid, 0)
+            outs = ([unpack(out) for out in pickle.loads(payload)] if status == 0 and payload
+                    else [work(items[index]) for index in share])
+            for index, out in zip(share, outs, strict=True):
+                results[index] = out
+    finally:
+        _reap(running)
     return results
 
 
+def _reap(children: Iterable[tuple[int, int]]) -> None:
+    """End the children not waited for (this process's own share raised), closing their
+    pipes."""
+    for pid, reading in children:
+        with contextlib.suppress(OSError):
+            os.close(reading)
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
 def _fork(work: Callable[[Item], Out], share: list[Item],
-          pack: Callable[[Out], Any]) -> tuple[int, int]:
-    """A child working through ``share``: its pid, and the pipe its results come back on."""
+          pack: Callable[[Out], Any]) -> tuple[int, int] | None:
+    """A child working through ``share``: its pid, and the pipe its results come back on;
+    None when no child can be started (out of processes or descriptors)."""
     import pickle
 
-    reading, writing = os.pipe()
-    pid = os.fork()
+    try:
+        reading, writing = os.pipe()
+    except OSError:
+        return None
+    try:
+        pid = os.fork()
+    except OSError:
+        os.close(reading)
+        os.close(writing)
+        return None
     if pid:
         os.close(writing)
         return pid, reading

@@ -41,14 +41,26 @@ def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[Mo
     if recorded is not None:
         try:
             result: Result = from_jsonable(Result, recorded, "cache")
-            return result
         except EvidenceError:
-            pass
+            result = Result()
+        if _consistent(result, rules):
+            return result
     result = run(evidence, _or_all(rules), waived, waiver_source, jobs)
     data = to_jsonable(result)
     if _survives(result, data):
         cache.keep_result(key, data)
     return result
+
+
+def _consistent(result: Result, rules: Sequence[Rule] | None) -> bool:
+    """Whether a Result from the cache names only the rules it ran, and ran the rules chosen:
+    reports look rules up by what findings name (an entry written by another hand is a
+    miss)."""
+    applied = set(result.applied)
+    named = {f.rule for f in result.findings} | {s.finding.rule for s in result.suppressed}
+    named |= {s.rule for s in result.skipped}
+    chosen = rules is None or result.applied == [candidate.id for candidate in rules]
+    return bool(applied) and named <= applied and chosen
 
 
 def _or_all(rules: Sequence[Rule] | None) -> Sequence[Rule]:

@@ -159,8 +159,8 @@ def test_a_damaged_or_foreign_cache_is_a_miss(tmp_path: Path, mixed: Path) -> No
     fresh = run_cli("check", "--format", "json", "--no-cache", str(mixed))
     assert run_cli("check", "--format", "json", "--cache-dir", str(cache_dir),
                    str(mixed)).stdout == fresh.stdout
-    (models,) = cache_dir.glob("*.models.json")
-    (index,) = set(cache_dir.glob("*.json")) - {models}
+    (models,) = (cache_dir / "v1").glob("*.models.json")
+    (index,) = set((cache_dir / "v1").glob("*.json")) - {models}
 
     def wrong_shapes(document: dict[str, Any]) -> None:
         for entry in document.get("models", {}).values():
@@ -189,7 +189,7 @@ def test_models_written_by_another_run_since_are_not_taken_for_these(
     another run rewrote that file. Each model is still taken only under its own key."""
     cache_dir = tmp_path / "cache"
     run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
-    (models,) = cache_dir.glob("*.models.json")
+    (models,) = (cache_dir / "v1").glob("*.models.json")
 
     def other_keys(document: dict[str, Any]) -> None:
         for entry in document["models"].values():
@@ -236,3 +236,68 @@ def test_work_shared_out_comes_back_in_order_and_a_failure_is_raised_here() -> N
                           timeout=60, check=True)
     assert proc.stdout.splitlines() == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]",
                                         "[0, 1, 2, 3, 4, 5]", "raised here"]
+
+
+def test_the_cache_never_touches_what_is_not_its_own(tmp_path: Path, mixed: Path) -> None:
+    """--cache-dir names a shared folder: its other files stay, and a link planted under a
+    cache file's name is replaced, never written through."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    for index in range(70):
+        (shared / f"report{index}.json").write_text("{}")
+    run_cli("check", "--format", "json", "--cache-dir", str(shared), str(mixed))
+    assert len(list(shared.glob("report*.json"))) == 70
+    (written,) = (shared / "v1").glob("*.models.json")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("mine")
+    written.unlink()
+    written.symlink_to(victim)
+    for index_file in (shared / "v1").glob("*.json"):
+        if index_file != written:
+            index_file.write_text('{"complete": null}')  # the models must be written again
+    fresh = run_cli("check", "--format", "json", "--no-cache", str(mixed))
+    assert run_cli("check", "--format", "json", "--cache-dir", str(shared),
+                   str(mixed)).stdout == fresh.stdout
+    assert victim.read_text() == "mine"
+    assert not written.is_symlink()
+
+
+def test_a_deeply_nested_cache_file_is_a_miss(tmp_path: Path, mixed: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
+    for written in (cache_dir / "v1").glob("*.json"):
+        written.write_text("[" * 200_000 + "]" * 200_000)
+    fresh = run_cli("check", "--format", "sarif", "--no-cache", str(mixed))
+    cached = run_cli("check", "--format", "sarif", "--cache-dir", str(cache_dir), str(mixed))
+    assert (cached.stdout, cached.stderr) == (fresh.stdout, fresh.stderr)
+
+
+def test_a_user_without_a_home_gets_an_uncached_check(mixed: Path) -> None:
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("HOME", "XDG_CACHE_HOME")}
+    script = ("import pathlib, sys\n"
+              "def no_home(): raise RuntimeError('Could not determine home directory.')\n"
+              "pathlib.Path.home = staticmethod(no_home)\n"
+              "from triton_doctor.cli import main\n"
+              f"sys.exit(main(['check', '--format', 'json', {str(mixed)!r}]))\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["findings"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_cached_result_naming_rules_it_did_not_run_is_a_miss(tmp_path: Path,
+                                                              mixed: Path) -> None:
+    cache_dir = tmp_path / "cache"
+    run_cli("check", "--format", "json", "--cache-dir", str(cache_dir), str(mixed))
+    (index,) = set((cache_dir / "v1").glob("*.json")) - set((cache_dir / "v1").glob("*.models.*"))
+
+    def unknown_rule(document: dict[str, Any]) -> None:
+        for entry in document["results"]:
+            entry["data"]["findings"][0]["rule"] = "TD999"
+
+    _rewrite(index, unknown_rule)
+    fresh = run_cli("check", "--format", "sarif", "--no-cache", str(mixed))
+    cached = run_cli("check", "--format", "sarif", "--cache-dir", str(cache_dir), str(mixed))
+    assert (cached.stdout, cached.returncode) == (fresh.stdout, fresh.returncode)

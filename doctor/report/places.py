@@ -9,10 +9,11 @@ run with no repository (a server alone) has no file: its findings have a model a
 
 from __future__ import annotations
 
+import functools
 import os
 
 from triton_doctor.engine import Result
-from triton_doctor.evidence import Evidence
+from triton_doctor.evidence import Evidence, ModelDir
 from triton_doctor.findings import Finding
 
 #: One repository of a ``check`` (or a run without one) and its Result.
@@ -23,15 +24,26 @@ class Places:
     """The files of one repository's Evidence that a finding may point at."""
 
     def __init__(self, evidence: Evidence) -> None:
-        repository = evidence.repository
-        models = repository.models if repository else []
-        self.configs = {m.name: m.config.path for m in models if m.config.present}
-        self.root = repository.path if repository else None
-        self.directories = {self.root} if self.root else set()
-        for model in models:
-            self.directories.add(model.path)
-            self.directories.update(f"{model.path}/{entry.rstrip('/')}"
-                                    for entry in model.tree if entry.endswith("/"))
+        self._repository = evidence.repository
+        self.root = self._repository.path if self._repository else None
+
+    @functools.cached_property
+    def _models(self) -> list[ModelDir]:
+        """Asked only for a finding without a line: models the cache holds are then read."""
+        return self._repository.models if self._repository else []
+
+    @functools.cached_property
+    def configs(self) -> dict[str, str]:
+        return {m.name: m.config.path for m in self._models if m.config.present}
+
+    @functools.cached_property
+    def directories(self) -> set[str]:
+        directories = {self.root} if self.root else set()
+        for model in self._models:
+            directories.add(model.path)
+            directories.update(f"{model.path}/{entry.rstrip('/')}"
+                               for entry in model.tree if entry.endswith("/"))
+        return directories
 
     def of(self, finding: Finding) -> tuple[str, int] | None:
         """The file and line that ``finding`` is shown on, or None when it has no file."""
