@@ -1,12 +1,13 @@
 """The cache of repeated runs: what was read from each model directory, and what was judged.
 
-One file per repository (as the run names it, with its real path and --model-config-name),
-in the user's cache directory. Each model's entry is keyed by a fingerprint of everything in its
-directory (checks/model_fingerprint.py); the judged Result by the repository's models and all
-that judging depends on. The file records the tool it was written by (its version and the
-metadata of its own source files), and one written by any other is ignored whole: a new release
-or an edited checkout never reads an old entry. A file that cannot be read or parsed is a miss,
-never an error; a cache directory that cannot be written leaves the run uncached.
+Two files per repository (as the run names it, with its real path, --model-config-name and
+the user), in a folder of its own in the user's cache directory. Each model's entry is keyed by
+a fingerprint of everything in its directory (checks/model_fingerprint.py); the judged Result by
+the repository's models and all that judging depends on. A file records the tool it was written
+by (its version and the metadata of its own source files), and one written by any other is
+ignored whole: a new release or an edited checkout never reads an old entry. A file that cannot
+be read or parsed is a miss, never an error; a cache directory that cannot be written leaves
+the run uncached.
 """
 
 from __future__ import annotations
