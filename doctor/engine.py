@@ -164,13 +164,16 @@ def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryVie
         kinds.setdefault((candidate.needs, candidate.when), []).append(turn)
     judged = map_apart(functools.partial(_judge_model, model_rules, kinds, repository),
                        range(len(models)), processes(jobs, len(models)))
+    by_rule: dict[int, list[tuple[list[Skipped], list[Finding]]]] = {}
+    for of_model in judged:  # models in order, so each rule's list is too
+        for turn, given in of_model.items():
+            by_rule.setdefault(turn, []).append(given)
     turn = 0
     for candidate in rules:
         if candidate.scope == "repository":
             _judge(result, candidate, None, repository)
             continue
-        for of_model in judged:
-            skipped, found = of_model.get(turn, ((), ()))
+        for skipped, found in by_rule.get(turn, ()):
             result.skipped += skipped
             result.findings += found
         turn += 1
