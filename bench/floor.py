@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from run import HERE, Run, compile_doctor, measure, median, verdict
@@ -47,7 +48,7 @@ def floor(shared: Path, repo: Path) -> list[str]:
 
 
 def alternate(commands: dict[str, list[str]], repeat: int,
-              before_each: dict[str, object] | None = None) -> dict[str, list[Run]]:
+              before_each: dict[str, Callable[[], None]] | None = None) -> dict[str, list[Run]]:
     """Each command ``repeat`` times, taking turns, after one unmeasured warm-up of each (the
     page cache holds the repository for all alike)."""
     for command in commands.values():
@@ -56,7 +57,7 @@ def alternate(commands: dict[str, list[str]], repeat: int,
     for _ in range(repeat):
         for label, command in commands.items():
             prepare = (before_each or {}).get(label)
-            if callable(prepare):
+            if prepare is not None:
                 prepare()
             runs[label].append(measure(command, None))
     return runs

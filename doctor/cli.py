@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument(
         "--jobs", type=count(1, 256), metavar="N",
-        help="processes reading a large repository (default: the CPUs available)",
+        help="processes reading and judging a large repository (default: the CPUs available)",
     )
 
     watch = subcommands.add_parser(

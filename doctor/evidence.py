@@ -406,14 +406,12 @@ def to_jsonable(value: Any) -> Any:
     kind: Any = type(value)
     if kind in _SCALARS:
         return value
-    if kind is list:
+    if isinstance(value, list):
         return [to_jsonable(item) for item in value]
     if isinstance(value, dict):
         return {key: to_jsonable(item) for key, item in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {name: to_jsonable(getattr(value, name)) for name in _saved_fields(kind)}
-    if isinstance(value, list):
-        return [to_jsonable(item) for item in value]
     return value
 
 
