@@ -23,12 +23,12 @@ import ssl
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from http.client import BadStatusLine, IncompleteRead, RemoteDisconnected
 from typing import Any
 from urllib.parse import SplitResult, unquote, urljoin, urlsplit
 
 from triton_doctor.checks.urls import HTTP_PORTS, hide_credentials
+from triton_doctor.records import record
 
 #: The most one ``read1`` asks for; it returns what one wait for data brings, however little.
 CHUNK_BYTES = 64 * 1024
@@ -38,7 +38,7 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _Addresses = Sequence[tuple[socket.AddressFamily, socket.SocketKind, int, str, Any]]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Answer:
     """An HTTP answer read whole; ``headers`` by lowercase name."""
 

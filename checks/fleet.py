@@ -16,7 +16,6 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from triton_doctor.checks.prometheus import PrometheusApi, QueryFailed, Vector
 from triton_doctor.checks.unavailable import SourceUnavailable
@@ -33,6 +32,7 @@ from triton_doctor.evidence import (
     ServerEvidence,
     ServerSample,
 )
+from triton_doctor.records import field, record
 
 #: The counters of a model's statistics as Triton's metrics name them, and the ModelStats field
 #: each fills (durations are microseconds there, nanoseconds here).
@@ -96,7 +96,7 @@ class SelectorRefused(ValueError):
     """The selector cannot be used: Prometheus does not parse it, or it matches too much."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FleetRequest:
     url: str
     selector: str = ""

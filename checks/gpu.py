@@ -17,11 +17,11 @@ import atexit
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.evidence import GpuDevice, GpuEvidence, GpuProcess
+from triton_doctor.records import record
 
 T = TypeVar("T")
 
@@ -53,7 +53,7 @@ INIT_FAILURES = {
 RETRY_AFTER_S = 60.0
 
 
-@dataclass
+@record
 class _Session:
     """This process's NVML: the started ``pynvml`` module, or why it could not start, and when
     it last tried."""

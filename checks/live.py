@@ -12,14 +12,14 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import TRITON_METRICS_PORT, hide_credentials, split_url
 from triton_doctor.evidence import Evidence, GpuEvidence, MetricsEvidence, MetricsScrape
+from triton_doctor.records import record
 
 
-@dataclass
+@record
 class LiveRequest:
     url: str
     metrics_url: str | None = None

@@ -12,9 +12,9 @@ gained since its last poll.
 from __future__ import annotations
 
 import collections
-import dataclasses
 from functools import cache
 
+from triton_doctor import records
 from triton_doctor.evidence import LogEvidence, LogOccurrence
 from triton_doctor.server_words import explain_reason, in_log, log_words
 from triton_doctor.triton.server_log import model_named, read_line
@@ -322,7 +322,7 @@ def joined(parts: list[LogEvidence], tail_lines: int = TAIL_LINES) -> LogEvidenc
             key = (occurrence.rule, occurrence.model)
             if key not in found and len(found) >= MAX_OCCURRENCES:
                 key = (occurrence.rule, "")
-            shifted = dataclasses.replace(occurrence, model=key[1],
+            shifted = records.replace(occurrence, model=key[1],
                                           first_line=occurrence.first_line + offset,
                                           last_line=occurrence.last_line + offset)
             earlier = found.get(key)

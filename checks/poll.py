@@ -14,7 +14,6 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 from triton_doctor.checks import logs, metrics, server
@@ -34,6 +33,7 @@ from triton_doctor.evidence import (
     MetricsScrape,
     ServerSample,
 )
+from triton_doctor.records import replace
 
 #: Seconds between reads of the configs, the container and /dev/shm.
 SLOW_EVERY_S = 10.0

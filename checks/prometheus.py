@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
 
 from triton_doctor.checks.fetch import Answer, Failure, failure_words, fetch
 from triton_doctor.checks.unavailable import SourceUnavailable
 from triton_doctor.checks.urls import hide_credentials, prometheus_base
+from triton_doctor.records import field, record
 
 #: The most one answer may hold: 200 replicas by 20 models by 10 families is ~7 MiB of JSON.
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
@@ -30,7 +30,7 @@ class QueryFailed(Exception):
     not the API's."""
 
 
-@dataclass
+@record
 class Vector:
     """An instant query's answer: (labels, value) per series, and the engine's warnings."""
 

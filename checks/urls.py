@@ -10,8 +10,9 @@ DEFAULT_PORTS; the whole URLs ``checks.fetch`` requests follow HTTP's, see HTTP_
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
+
+from triton_doctor.records import record
 
 #: The ports tritonserver listens on unless told otherwise.
 TRITON_HTTP_PORT = 8000
@@ -54,7 +55,7 @@ def _unparsed(url: str, problem: str) -> str:
             "%23)")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ServerUrl:
     """The parts of a server URL; credentials are kept only as the user name, to refuse them."""
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 from triton_doctor.engine import Result
 from triton_doctor.findings import Finding
+from triton_doctor.records import record, replace
 from triton_doctor.safe_files import read_file, write_file
 
 SCHEMA = "triton-doctor/baseline/v1"
@@ -38,7 +38,7 @@ class BaselineError(ValueError):
     """A baseline file that cannot be read or is not one (a usage error, exit 2)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """One recorded finding: its fingerprint, and the rule and model to tell a reader which."""
 
@@ -53,7 +53,7 @@ class Entry:
                 "repository": self.repository}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Applied:
     """Results with a baseline applied: their ``findings`` hold only the new findings."""
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
 from triton_doctor.parallel import map_apart, processes
+from triton_doctor.records import field, record, replace
 from triton_doctor.registry import Rule
 from triton_doctor.settings import ModelWaiver
 from triton_doctor.suppress import waivers
@@ -22,13 +22,13 @@ if TYPE_CHECKING:  # the live views, imported where a live run needs them
 _PART_OF = {"server_state": "server"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Suppressed:
     finding: Finding
     reason: str
 
 
-@dataclass
+@record
 class Result:
     findings: list[Finding] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)

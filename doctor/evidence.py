@@ -6,15 +6,16 @@ so a rule can say "skipped: <why>" instead of guessing.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import functools
 import math
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from triton_doctor import records
+from triton_doctor.records import field, record
 
 EVIDENCE_SCHEMA = 1
 #: Deepest nesting kept of free-form JSON (a served config, plan metadata): real ones nest
@@ -80,7 +81,7 @@ class EvidenceError(ValueError):
         super().__init__(f"{path}: {problem}")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class SyntaxProblem:
     """Why a config.pbtxt does not parse, where, in libprotobuf's wording where we know it."""
 
@@ -95,7 +96,7 @@ class SyntaxProblem:
         return f"{where}{self.detail}"
 
 
-@dataclass
+@record
 class ConfigFile:
     """One model's config.pbtxt as read from disk (``text`` is None when it could not be read)."""
 
@@ -111,7 +112,7 @@ class ConfigFile:
     _parsed: Any = field(default=None, repr=False, compare=False, metadata={"transient": True})
 
 
-@dataclass
+@record
 class AutoCompleteCall:
     """One call ``auto_complete_config`` makes on the config object it is given."""
 
@@ -127,7 +128,7 @@ class AutoCompleteCall:
     line: int = 0
 
 
-@dataclass
+@record
 class AutoCompleteFacts:
     """TritonPythonModel.auto_complete_config, followed statement by statement with ``ast``."""
 
@@ -141,7 +142,7 @@ class AutoCompleteFacts:
     line: int = 0
 
 
-@dataclass
+@record
 class ConfigRead:
     """A read of the model configuration by a literal name that ``initialize`` certainly
     runs (a statement at its top level, before any return) and that raises when the
@@ -159,7 +160,7 @@ class ConfigRead:
     raises: str | None = None
 
 
-@dataclass
+@record
 class PythonSource:
     """What ``ast`` sees in a .py file of a version directory (it is never imported)."""
 
@@ -190,7 +191,7 @@ class PythonSource:
     imported_instead: str | None = None
 
 
-@dataclass
+@record
 class TensorInfo:
     """One input or output as a model file declares it."""
 
@@ -209,7 +210,7 @@ class TensorInfo:
     layout: str = ""
 
 
-@dataclass
+@record
 class OnnxFacts:
     ir_version: int = 0
     #: Operator-set versions by domain ("" is the default ONNX domain).
@@ -223,7 +224,7 @@ class OnnxFacts:
     outside_external_data: list[str] = field(default_factory=list)
 
 
-@dataclass
+@record
 class PlanFacts:
     """What a TensorRT plan's header tells without deserialising it (an inferred layout)."""
 
@@ -238,20 +239,20 @@ class PlanFacts:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class TorchScriptArg:
     name: str
     #: The annotation as TorchScript code writes it ("Tensor", "List[Tensor]", "float").
     annotation: str = ""
 
 
-@dataclass
+@record
 class TorchScriptFacts:
     #: forward()'s arguments after self; None when the code could not be found.
     forward_args: list[TorchScriptArg] | None = None
 
 
-@dataclass
+@record
 class ModelFile:
     """A model file (or directory) a backend would load, read by its byte layout only."""
 
@@ -273,7 +274,7 @@ class ModelFile:
     torchscript: TorchScriptFacts | None = None
 
 
-@dataclass
+@record
 class Subdir:
     """A subdirectory of a model directory (a version directory, or something else)."""
 
@@ -295,7 +296,7 @@ class Subdir:
 MAX_TREE_DEPTH = 4
 
 
-@dataclass
+@record
 class ModelDir:
     """A subdirectory of the repository: the server treats every one as a model."""
 
@@ -318,7 +319,7 @@ class ModelDir:
     unreadable: str | None = None
 
 
-@dataclass
+@record
 class RepositoryEvidence:
     path: str
     models: list[ModelDir] = field(default_factory=list)
@@ -358,7 +359,7 @@ class RepositoryEvidence:
         return "_read_models" in self.__dict__ or bool(self.models)
 
 
-@dataclass
+@record
 class CheckOptions:
     """How the target server runs, as far as static checks care."""
 
@@ -382,7 +383,7 @@ class CheckOptions:
     configs_only: bool = False
 
 
-@dataclass
+@record
 class Evidence:
     repository: RepositoryEvidence | None = None
     options: CheckOptions = field(default_factory=CheckOptions)
@@ -410,7 +411,7 @@ def to_jsonable(value: Any) -> Any:
         return [to_jsonable(item) for item in value]
     if isinstance(value, dict):
         return {key: to_jsonable(item) for key, item in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+    if records.is_record(value) and not isinstance(value, type):
         return {name: to_jsonable(getattr(value, name)) for name in _saved_fields(kind)}
     return value
 
@@ -421,11 +422,11 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 @functools.cache
 def _saved_fields(cls: Any) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(cls) if not f.metadata.get("transient"))
+    return tuple(f.name for f in records.fields(cls) if not f.metadata.get("transient"))
 
 
 def from_jsonable(cls: Any, data: Any, path: str = "evidence") -> Any:
-    """Rebuild a dataclass tree written by ``to_jsonable``, driven by the type hints.
+    """Rebuild a tree of records written by ``to_jsonable``, driven by the type hints.
 
     A snapshot (or a cache entry) is untrusted input: every value's type is checked on the way
     in, so that a wrong one is an EvidenceError naming its field
@@ -460,8 +461,8 @@ def _decoder(cls: Any) -> Decoder:
         return _list_of(typing.get_args(cls)[0])
     if origin is dict:
         return _dict_of(typing.get_args(cls)[1])
-    if dataclasses.is_dataclass(cls):
-        return _dataclass(cls)
+    if records.is_record(cls):
+        return _record(cls)
     if isinstance(cls, type) and issubclass(cls, enum.IntEnum):
         return functools.partial(_member, cls)
     return functools.partial(_leaf, cls)
@@ -514,7 +515,7 @@ def _dict_of(cls: Any) -> Decoder:
     return decode
 
 
-def _dataclass(cls: Any) -> Decoder:
+def _record(cls: Any) -> Decoder:
     fields: list[tuple[str, Decoder, bool]] = []
 
     def decode(data: Any) -> Any:
@@ -522,8 +523,8 @@ def _dataclass(cls: Any) -> Decoder:
             hints = _type_hints(cls)
             fields.extend(
                 (f.name, _decoder(hints[f.name]),
-                 f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)
-                for f in dataclasses.fields(cls) if not f.metadata.get("transient"))
+                 f.default is records.MISSING and f.default_factory is records.MISSING)
+                for f in records.fields(cls) if not f.metadata.get("transient"))
         data = _expect(dict, data)
         kwargs = {}
         for name, decode_field, required in fields:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
-from dataclasses import field as default
 from typing import Any
+
+from triton_doctor.records import field as default
+from triton_doctor.records import record
 
 
 class Severity(enum.IntEnum):
@@ -28,7 +29,7 @@ class Severity(enum.IntEnum):
             raise ValueError(f"unknown severity {text!r}; use error, warning or info") from None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Hit:
     """One problem as a rule sees it; the engine turns it into a Finding."""
 
@@ -50,14 +51,14 @@ class Hit:
     instance: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Location:
     path: str | None
     line: int | None = None
     field: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Finding:
     rule: str
     name: str
@@ -101,7 +102,7 @@ class Finding:
                              self.location.field or "", *replica, *about, message])
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Skipped:
     """A rule that could not judge, and why (never reported as passed)."""
 

@@ -16,7 +16,6 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,6 +23,7 @@ from triton_doctor.catalogue import all_rules, select_rules
 from triton_doctor.engine import Result
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
+from triton_doctor.records import field, record, replace
 from triton_doctor.registry import Rule
 from triton_doctor.result_cache import judged
 from triton_doctor.settings import ModelWaiver, Settings, SettingsError, load_settings
@@ -42,7 +42,7 @@ class UsageError(ValueError):
     """Flags that do not make a run (exit 2)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Sources:
     """What the run reads: a snapshot, or a repository and/or a running server."""
 
@@ -73,7 +73,7 @@ class Sources:
     jobs: int | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Fleet:
     """``--prometheus``: where the fleet's series are, which of them, and how to reach each
     replica's own API (``--ask-replicas``)."""
@@ -93,7 +93,7 @@ MAX_SERVER_WINDOW_S = 3600.0
 MIN_FLEET_WINDOW_S = 2.0
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Target:
     """The server judged for as the user chose it (a flag, else the settings file); None where
     they chose nothing, so that a snapshot's or the live server's value applies."""
@@ -110,7 +110,7 @@ class Target:
     configs_only: bool = False
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Output:
     """How the run reports and which exit code it ends with."""
 
@@ -140,7 +140,7 @@ class Output:
     docs_url: str | None = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Alerting:
     """``alerts``: which rule groups, the range rates are taken over, and how long a condition
     holds before it fires (None: each alert's own), as Prometheus durations."""
@@ -152,7 +152,7 @@ class Alerting:
     exporter_job: str = "triton-doctor"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Invocation:
     command: str
     sources: Sources = field(default_factory=Sources)
@@ -385,7 +385,7 @@ def _config(args: argparse.Namespace) -> Invocation:
     sources = Sources(repository=str(model_dir.absolute().parent),
                       model_dir=model_dir.absolute().name)
     return Invocation("config", sources, target, Output(path=args.output),
-                      chosen_rules=tuple(all_rules()))
+                      chosen_rules=None)  # every rule: those of a repository judge it
 
 
 def _not_the_config_read(config: Path, output: str | None, force: bool) -> None:

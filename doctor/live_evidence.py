@@ -7,11 +7,12 @@ one is used) so that a check of a repository alone builds none of these classes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from triton_doctor.records import field, record
 
-@dataclass
+
+@record
 class ServerModel:
     """One entry of ``POST /v2/repository/index``, with the config the server runs when READY."""
 
@@ -25,7 +26,7 @@ class ServerModel:
     config: dict[str, Any] | None = None
 
 
-@dataclass
+@record
 class ModelStats:
     """One model version's counters from ``GET /v2/models/stats`` (cumulative since load)."""
 
@@ -47,7 +48,7 @@ class ModelStats:
     memory_bytes: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class ShmRegion:
     """A system shared-memory region registered with the server."""
 
@@ -57,7 +58,7 @@ class ShmRegion:
     byte_size: int = 0
 
 
-@dataclass
+@record
 class ServerSample:
     """What the server reported at one moment; two samples a window apart give rates."""
 
@@ -70,7 +71,7 @@ class ServerSample:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class ServerEvidence:
     """A running tritonserver as its HTTP API describes it."""
 
@@ -89,14 +90,14 @@ class ServerEvidence:
     from_metrics: bool = False
 
 
-@dataclass
+@record
 class MetricSample:
     name: str
     labels: dict[str, str] = field(default_factory=dict)
     value: float = 0.0
 
 
-@dataclass
+@record
 class MetricsScrape:
     """One read of the Prometheus text endpoint."""
 
@@ -110,21 +111,21 @@ class MetricsScrape:
     redirected_to: str = ""
 
 
-@dataclass
+@record
 class MetricsEvidence:
     url: str
     #: In time order; rates come from the first and the last.
     scrapes: list[MetricsScrape] = field(default_factory=list)
 
 
-@dataclass
+@record
 class GpuProcess:
     pid: int
     #: None when NVML cannot tell (common inside containers).
     used_bytes: int | None = None
 
 
-@dataclass
+@record
 class GpuDevice:
     index: int
     name: str = ""
@@ -159,7 +160,7 @@ class GpuDevice:
         return self.memory_used_bytes / total if total else 0.0
 
 
-@dataclass
+@record
 class GpuEvidence:
     """The host's GPUs through NVML."""
 
@@ -170,7 +171,7 @@ class GpuEvidence:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class ContainerEvidence:
     """The Docker container tritonserver runs in, from the daemon's inspect data."""
 
@@ -197,7 +198,7 @@ class ContainerEvidence:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class ShmSegment:
     """A file in /dev/shm and who maps or holds it."""
 
@@ -209,7 +210,7 @@ class ShmSegment:
     python_backend: bool = False
 
 
-@dataclass
+@record
 class HostEvidence:
     """The machine tritonserver runs on (or the one triton-doctor runs on, when the same)."""
 
@@ -225,7 +226,7 @@ class HostEvidence:
     server_started_at: float | None = None
 
 
-@dataclass
+@record
 class LogOccurrence:
     """The lines of a log that say one thing about one model, gathered into one."""
 
@@ -249,7 +250,7 @@ class LogOccurrence:
     last_message: str = ""
 
 
-@dataclass
+@record
 class LogEvidence:
     """The server's log (a file or pipe given with --log, or the container's log): what its
     lines say that the log rules know, read over all of it, and its last lines to show."""
@@ -266,7 +267,7 @@ class LogEvidence:
     whole: bool = True
 
 
-@dataclass
+@record
 class FleetTarget:
     """A replica as Prometheus knows it: its ``instance`` label and how its scrapes go."""
 
@@ -289,7 +290,7 @@ class FleetTarget:
     labels: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class FleetReplica:
     """One replica's series over the window, in the shapes its own endpoints give, so that the
     live rules judge it as they judge one server."""
@@ -315,7 +316,7 @@ class FleetReplica:
     gpu_memory_slope: dict[str, list[float]] = field(default_factory=dict)
 
 
-@dataclass
+@record
 class FleetEvidence:
     """Replicas of tritonserver as a Prometheus (or Thanos, Mimir) holds their series."""
 

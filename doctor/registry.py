@@ -9,9 +9,9 @@ from __future__ import annotations
 import inspect
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from triton_doctor.findings import Hit, Severity
+from triton_doctor.records import record
 
 RULE_ID = re.compile(r"^TD[1-9]\d\d$")
 RULE_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -38,7 +38,7 @@ MODEL_FACTS = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Rule:
     id: str
     name: str

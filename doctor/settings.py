@@ -35,11 +35,11 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
+from triton_doctor.records import field, record
 from triton_doctor.registry import key_matches
 from triton_doctor.safe_files import read_file
 
@@ -59,7 +59,7 @@ class SettingsError(ValueError):
     """The settings file is unreadable or says something this version does not understand."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelWaiver:
     """Rules waived for the models whose directory names match one of the globs."""
 
@@ -73,7 +73,7 @@ class ModelWaiver:
         )
 
 
-@dataclass
+@record
 class Settings:
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)

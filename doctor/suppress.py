@@ -7,14 +7,14 @@ suppressed with their reason, and never count towards the exit code.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
+from triton_doctor.records import record
 from triton_doctor.registry import key_matches
 
 _WAIVER = re.compile(r"#\s*triton-doctor:\s*ignore\[([^\]]*)\]\s*(.*)$", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Waiver:
     line: int
     keys: tuple[str, ...]

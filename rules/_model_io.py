@@ -7,10 +7,10 @@ every disagreement, not only the first the server would stop at, each with the b
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg
+from triton_doctor.records import record
 from triton_doctor.rules._common import dims_text, names_text, type_name
 from triton_doctor.triton.autocomplete.tensors import has_batch_axis
 
@@ -27,7 +27,7 @@ TORCH_TYPES = frozenset({
 })
 
 
-@dataclass
+@record
 class Problem:
     #: "count", "name", "dtype", "dims", "type" (a tensor the backend cannot hold).
     kind: str

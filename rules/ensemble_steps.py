@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from triton_doctor.findings import Hit
+from triton_doctor.records import record
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import dims_text, is_ensemble, names_text, type_name
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
@@ -27,7 +27,7 @@ def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
 MAX_LISTED = 64
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Node:
     """An ensemble tensor as one model declares it (core's TensorNode): the server checks
     every later declaration of the tensor against the first."""
@@ -68,7 +68,7 @@ def _wildcard_equal(left: tuple[int, ...], right: tuple[int, ...]) -> bool:
     )
 
 
-@dataclass
+@record
 class _StepModel:
     """A step model's tensors, gathered once for all the steps that call it, so that a step
     costs the size of its own maps rather than the size of the model."""
@@ -391,7 +391,7 @@ def _cycle_end(start: str, calls: dict[str, list[str]]) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Conflict:
     """The first declaration of an ensemble tensor that disagrees with the tensor's first one,
     where the server meets it; ``shape`` says that the data types agree."""
@@ -607,7 +607,7 @@ def ensemble_decoupled_mix(repository: RepositoryView) -> Iterator[Hit]:
             )
 
 
-@dataclass
+@record
 class _DecoupledFlow:
     """An ensemble's steps as the decoupled walk sees them (core links each tensor a step
     writes to every tensor it reads; a step here stands for all the tensors it writes, so the

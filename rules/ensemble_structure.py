@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from triton_doctor.findings import Hit
+from triton_doctor.records import record
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import is_ensemble
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
@@ -41,7 +41,7 @@ def _step_problems(config: Any) -> Iterator[tuple[str, str]]:
             produced.add(tensor)
 
 
-@dataclass
+@record
 class _Flow:
     """An ensemble's tensors as its steps connect them."""
 

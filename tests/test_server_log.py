@@ -3,7 +3,6 @@ names, time spans, and a scan whose evidence does not depend on how the bytes ar
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import random
@@ -11,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import triton_doctor.rules  # noqa: F401  (the log rules' words come from the registry)
+from triton_doctor.catalogue import all_rules
 from triton_doctor.checks import log_ranges, log_scan
 from triton_doctor.checks.log_scan import LogScan
 from triton_doctor.checks.logs import read_log
-from triton_doctor.evidence import LogEvidence
+from triton_doctor.evidence import LogEvidence, to_jsonable
 from triton_doctor.triton.server_log import LogLine, model_named, read_line, seconds_between
+
+all_rules()  # registers every rule: the log rules' words, and the others', come from there
 
 GLOG = 'E1201 19:47:36.620393 13872 model_lifecycle.cc:642] '
 LOAD_FAILED = "failed to load 'tokenizer' version 1: Internal: RuntimeError: no tokenizer"
@@ -148,7 +149,7 @@ def _scan(data: bytes, sizes: list[int] | None = None, **kwargs: Any) -> dict[st
         size = sizes[turn % len(sizes)] if sizes else len(data)
         scan.feed(data[at:at + size])
         at, turn = at + size, turn + 1
-    return dataclasses.asdict(scan.evidence())
+    return to_jsonable(scan.evidence())
 
 
 def test_evidence_does_not_depend_on_how_the_bytes_are_cut() -> None:

@@ -11,17 +11,31 @@ import os
 import struct
 from collections.abc import Callable
 
-from triton_doctor.checks.formats import onnx, openvino, sniff, tensorrt, torchscript
+from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile
 
 #: ENOENT for a file that was just listed in its version directory: a dangling link.
 LISTED_BUT_MISSING = "does not exist (dangling symbolic link?)"
+
+
+def _reader(module: str, name: str) -> Callable[..., ModelFile]:
+    """The reader ``name`` of ``module``, imported when it first reads a file: a repository
+    of ONNX models never loads the zip, XML or plan readers."""
+
+    def read(path: str, **options: Callable[[], bool]) -> ModelFile:
+        found: Callable[..., ModelFile] = getattr(
+            __import__(f"triton_doctor.checks.formats.{module}", fromlist=[name]), name)
+        return found(path, **options)
+
+    return read
+
+
 #: Readers by backend; other backends' files are only sniffed.
 READERS = {
-    "onnxruntime": onnx.read_onnx,
-    "pytorch": torchscript.read_torchscript,
-    "tensorrt": tensorrt.read_plan,
-    "openvino": openvino.read_openvino,
+    "onnxruntime": _reader("onnx", "read_onnx"),
+    "pytorch": _reader("torchscript", "read_torchscript"),
+    "tensorrt": _reader("tensorrt", "read_plan"),
+    "openvino": _reader("openvino", "read_openvino"),
 }
 #: What a reader meeting bytes it did not expect may raise; any of them is that file's problem.
 PARSE_ERRORS = (ValueError, OverflowError, struct.error, RecursionError, MemoryError)
@@ -56,7 +70,7 @@ def _read(model_path: str, relative: str, backend: str,
             return ModelFile(path=relative, kind="directory",
                              problem="is a directory without a model.onnx file in it (ONNX "
                              "Runtime loads <directory>/model.onnx)")
-        found = onnx.read_onnx(inner, may_quote=may_quote)
+        found = READERS["onnxruntime"](inner, may_quote=may_quote)
         found.path = relative
         return found
     try:
@@ -77,7 +91,7 @@ def _read(model_path: str, relative: str, backend: str,
     if reader is None:
         return ModelFile(path=relative, size_bytes=size, kind=kind)
     # Only the ONNX reader quotes a file's text (how a text file that is no model begins).
-    found = (onnx.read_onnx(path, may_quote=may_quote) if reader is onnx.read_onnx
+    found = (reader(path, may_quote=may_quote) if backend == "onnxruntime"
              else reader(path))
     found.path = relative
     return found

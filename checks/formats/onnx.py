@@ -13,12 +13,12 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.checks.formats.paged import FileChanged, PagedFile
 from triton_doctor.evidence import ModelFile, OnnxFacts, TensorInfo
+from triton_doctor.records import field, record
 from triton_doctor.safe_files import open_file
 
 # Protobuf wire types.
@@ -113,7 +113,6 @@ PAGE_BYTES = 4 * 1024
 MAX_WINDOW = 1024 * 1024
 
 
-@dataclass(slots=True)
 class Wire:
     """A protobuf byte buffer (usually a PagedFile) and the file size, for error messages.
 
@@ -122,20 +121,13 @@ class Wire:
     cost more than the walk itself). A bytes buffer is its own window.
     """
 
-    buf: Buffer
-    size: int
-    data: bytes = field(init=False, repr=False)
-    base: int = field(init=False, default=0)
-    span: int = field(init=False, default=PAGE_BYTES)
+    __slots__ = ("base", "buf", "data", "last", "size", "span")
 
-    #: Where in ``data`` the last field header that surely fits in it may start.
-    last: int = field(init=False, default=0)
-
-    def __post_init__(self) -> None:
-        if isinstance(self.buf, bytes):
-            self.data, self.last = self.buf, len(self.buf)
-        else:
-            self.data = b""
+    def __init__(self, buf: Buffer, size: int) -> None:
+        self.buf, self.size = buf, size
+        self.base, self.span = 0, PAGE_BYTES
+        #: Where in ``data`` the last field header that surely fits in it may start.
+        self.data, self.last = (buf, len(buf)) if isinstance(buf, bytes) else (b"", 0)
 
     def load(self, pos: int) -> tuple[bytes, int]:
         """Move the window to start at ``pos``; it grows while the walk reads on through the
@@ -254,7 +246,7 @@ def signed64(value: int) -> int:
     return value - (1 << 64) if value >= 1 << 63 else value
 
 
-@dataclass
+@record
 class TopLevel:
     """What the ModelProto's own fields say, before anything nested is parsed."""
 
@@ -363,7 +355,7 @@ def head_text(head: bytes) -> str:
     return ""
 
 
-@dataclass
+@record
 class GraphFacts:
     """What the graph fields say: inputs and outputs, initializer names, external files."""
 

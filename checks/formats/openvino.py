@@ -14,11 +14,11 @@ standard library has no hardened XML parser and real IR files never use any of t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.records import field, record
 from triton_doctor.safe_files import FileTooLarge, read_file
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ WIDE_ENCODING_MARKS = (b"\xff\xfe", b"\xfe\xff", b"\x00\x00\xfe\xff")
 NAME_SPLIT = re.compile(r"(?<!\\),")
 
 
-@dataclass
+@record
 class _Layer:
     node: ET.Element
     #: Output ports in order: (port id, element).

@@ -22,11 +22,11 @@ import json
 import os
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, PlanFacts, too_deep
+from triton_doctor.records import record
 from triton_doctor.safe_files import open_file
 
 #: Bytes of a plan (or engine blob) that the reader looks at; the header is far smaller.
@@ -55,7 +55,7 @@ SM_COUNT_ANCHOR = 512
 NOT_A_PLAN = "is not a TensorRT plan (no 'ftrt'/'ptrt' magic)"
 
 
-@dataclass
+@record
 class _Token:
     kind: int
     value: int | None

@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 
 from triton_doctor.invocation import Alerting
+from triton_doctor.records import record, replace
 from triton_doctor.triton.server_model import GPU_MEMORY_ERROR_SHARE
 
 #: The thresholds the metrics group encodes (the header of the file lists their values).
@@ -39,7 +39,7 @@ _FINDING_TITLE = _FINDING_FIX.replace('"fix"', '"title"')
 _FINDING_DOCS = _FINDING_FIX.replace('"fix"', '"docs"')
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Alert:
     """One alerting rule. ``rule`` and ``severity`` are None where the series carries them (a
     finding of the exporter); ``fix`` is None where it is the rule's documented Fix, and

@@ -19,11 +19,11 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
+from triton_doctor.records import field, record, replace
 from triton_doctor.registry import RULES, Rule
 
 #: The Evidence parts whose availability is served, in this order: ``source`` label -> part.
@@ -37,7 +37,7 @@ FINDING_LABELS = ("instance", "rule", "name", "severity", "model", "version")
 LOG_LABELS = ("instance", "rule", "name", "severity", "model")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Check:
     """One server's latest check, as served: finding label values (one series each, however
     many findings share them), the log rules' line counts, the sources read, how long it took
@@ -91,7 +91,7 @@ def outcomes(result: Result) -> tuple[list[str], list[str]]:
 KEPT_UNJUDGED = 10
 
 
-@dataclass(eq=False)  # registered by identity
+@record(eq=False)  # registered by identity
 class Ledger:
     """The latest Check per server and the counts since start, read by every scrape while the
     checkers write: one lock, held only to swap or copy."""

@@ -8,11 +8,11 @@ replicas serving the model, so that one sick replica among three cannot drag its
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from triton_doctor.evidence import CheckOptions, Evidence
+from triton_doctor.records import record
 from triton_doctor.triton.server_model import THRESHOLDS, LiveView, ModelRates
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ OUTLIER_FIGURES: dict[str, tuple[str, Callable[[ModelRates], float | None]]] = {
 MIN_PEERS = 2
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Traffic:
     """One replica's traffic to one model (its versions together) over the window."""
 
@@ -41,7 +41,7 @@ class Traffic:
         return self.rates.requests + self.rates.failures
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Outlying:
     """One figure on which a replica is far from its peers."""
 

@@ -9,7 +9,8 @@ a cell nobody could verify is left empty and the rules that need it say so inste
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from triton_doctor.records import record
 
 #: Backends in /opt/tritonserver/backends of the full ``YY.MM-py3`` image.
 _BACKENDS_FULL = frozenset({
@@ -22,7 +23,7 @@ _BACKENDS_NO_FIL = _BACKENDS_FULL - {"fil"}
 _BACKENDS_NO_FIL_OPENVINO = _BACKENDS_NO_FIL - {"openvino"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Release:
     container: str
     triton: str

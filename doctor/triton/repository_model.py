@@ -8,7 +8,6 @@ fills in. Everything here is pure: no I/O, computed once per check.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cached_property, wraps
 from typing import Any, TypeVar
 
@@ -24,6 +23,7 @@ from triton_doctor.evidence import (
     Subdir,
 )
 from triton_doctor.lazy_pattern import LazyPattern
+from triton_doctor.records import record
 from triton_doctor.triton import model_config, normalize, profiles
 from triton_doctor.triton.autocomplete import (
     Completion,
@@ -38,7 +38,7 @@ _STOLL = LazyPattern(r"^[ \t\n\v\f\r]*([+-]?)(\d+)")
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VersionDir:
     """A subdirectory as the server's version scan reads it."""
 

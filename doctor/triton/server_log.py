@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from triton_doctor.lazy_pattern import LazyPattern
+from triton_doctor.records import record
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -50,7 +50,7 @@ MODEL_NAMED = tuple((LazyPattern(pattern), instance) for pattern, instance in (
 INSTANCE_SUFFIX = LazyPattern(r"(?:_\d+){1,2}$")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LogLine:
     #: The time the line carries, as written ("" when none): RFC 3339, or glog's "MMDD hh:mm:ss".
     time: str

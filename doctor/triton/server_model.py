@@ -7,11 +7,11 @@ so a saved snapshot is judged exactly as it was live.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from triton_doctor.evidence import Evidence
+from triton_doctor.records import record
 from triton_doctor.triton.metrics_model import MetricsView
 
 if TYPE_CHECKING:
@@ -65,7 +65,7 @@ GPU_MEMORY_ERROR_SHARE = 0.97
 SHARES = frozenset({"queue-share", "batch-efficiency", "failure-rate", "gpu-memory", "dev-shm"})
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelRates:
     """One model version's traffic over the window."""
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rich.text import Text
@@ -22,6 +21,7 @@ from triton_doctor.evidence import Evidence, FleetEvidence, FleetReplica, FleetT
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.invocation import Invocation
 from triton_doctor.printable import printable
+from triton_doctor.records import field, record
 from triton_doctor.triton.fleet_model import FleetView
 from triton_doctor.tui.app import WatchApp
 from triton_doctor.tui.overview import OverviewScreen
@@ -48,7 +48,7 @@ FIXED_COLUMNS = ("replica", "up", "req/s", "findings", WHOLE)
 FIRING_COLUMNS = ("severity", "rule", "replica", "model", "message")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class FleetFrame(Frame):
     """A judged fleet reading and, by instance, each replica's part of it."""
 
@@ -95,7 +95,7 @@ def _why_unread(target: FleetTarget | None) -> str:
     return f"Prometheus cannot scrape it (up {target.up:g}){error}"
 
 
-@dataclass
+@record
 class FleetSource(Source):
     """A Source whose readings are FleetFrames."""
 
@@ -108,7 +108,7 @@ class FleetSource(Source):
 # --- the table -----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ReplicaRow:
     """One replica as the fleet table shows it."""
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -16,6 +15,7 @@ from triton_doctor.catalogue import find_rule
 from triton_doctor.evidence import LogEvidence
 from triton_doctor.findings import Finding
 from triton_doctor.printable import printable
+from triton_doctor.records import record
 from triton_doctor.server_words import explain_log_line, in_log
 from triton_doctor.triton.server_log import read_line
 from triton_doctor.tui.screen import FrameScreen
@@ -31,7 +31,7 @@ PROBLEM_WORDS = ("error", "failed", "unable", "exception", "out of memory")
 MAX_LINES = 200
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ErrorLine:
     """An error or warning the log repeats ``count`` times; ``number`` is its last line (in
     the whole log where its length is known, else in its last lines)."""
@@ -42,7 +42,7 @@ class ErrorLine:
     count: int
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """A row of the log screen: a problem the log rules found, or an error line of the end."""
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
+from triton_doctor.records import record
 from triton_doctor.tui.state import Frame, frame_time
 
 
-@dataclass
+@record
 class Source:
     """``collect`` gives the Evidence, ``judge`` the findings on it.
 

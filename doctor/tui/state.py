@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 
 from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence, ServerEvidence, ServerModel
 from triton_doctor.findings import Finding, Severity
+from triton_doctor.records import field, record
 from triton_doctor.triton.server_model import LiveView
 
 #: Points kept per sparkline: two minutes at the default one-second interval.
@@ -29,7 +29,7 @@ SOURCES = ("server", "metrics", "gpu", "container", "host", "log")
 NOT_READ = "-"
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModelRow:
     """One model version as the overview's table shows it."""
 
@@ -50,7 +50,7 @@ class ModelRow:
                 "queue ms": self.queue_ms, "p99 ms": self.p99_ms}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Frame:
     """One judged reading. ``at`` is when the server was sampled (seconds since the epoch)."""
 
@@ -152,7 +152,7 @@ def frame_time(evidence: Evidence, fallback: float) -> float:
     return fallback
 
 
-@dataclass
+@record
 class Seen:
     """A finding as the watch has seen it: since when, until when, and whether it still fires."""
 
@@ -164,7 +164,7 @@ class Seen:
     firing: bool = True
 
 
-@dataclass
+@record
 class History:
     """Numbers of the last frames, and every finding seen since the watch began."""
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
+from triton_doctor import records
 from triton_doctor.catalogue import all_rules
 from triton_doctor.evidence import LogEvidence
 from triton_doctor.findings import Finding, Location, Severity
@@ -81,7 +80,7 @@ def test_the_recorded_incident_s_error_lines_are_all_in_its_diagnosis() -> None:
     evidence = incident()
     log = evidence.log
     assert log is not None
-    undiagnosed = error_lines(dataclasses.replace(log, occurrences=[]))
+    undiagnosed = error_lines(records.replace(log, occurrences=[]))
     assert [(e.number, e.count, e.rule) for e in undiagnosed] == [(60, 60, "TD814")]
     assert error_lines(log) == []
     rows = entries(log, judge(evidence).findings)

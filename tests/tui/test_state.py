@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 
 import pytest
+from triton_doctor import records
 from triton_doctor.evidence import ContainerEvidence, Evidence, HostEvidence
 from triton_doctor.findings import Finding, Location, Severity
 from triton_doctor.tui.state import Frame, History, frame_time, watch_key
@@ -208,9 +208,9 @@ def test_a_finding_whose_numbers_change_is_the_same_finding() -> None:
     evidence = incident()
     history.add(frame(evidence, at=100.0))
     result = judge(evidence)
-    moved = [dataclasses.replace(f, message=f.message.replace("354.5", "412.25")
+    moved = [records.replace(f, message=f.message.replace("354.5", "412.25")
                                  .replace("87%", "91%")) for f in result.findings]
-    history.add(Frame(101.0, evidence, dataclasses.replace(result, findings=moved)))
+    history.add(Frame(101.0, evidence, records.replace(result, findings=moved)))
     assert len(history.seen) == 7
     backlog = next(s for s in history.seen.values() if s.finding.rule == "TD611")
     assert backlog.firing and backlog.first_at == 100.0
@@ -219,16 +219,16 @@ def test_a_finding_whose_numbers_change_is_the_same_finding() -> None:
 
 def test_watch_key_ignores_numbers_only() -> None:
     base = finding(message="requests wait 354.5 ms in the queue, 87% of their time")
-    assert watch_key(base) == watch_key(dataclasses.replace(
+    assert watch_key(base) == watch_key(records.replace(
         base, message="requests wait 1,024.75 ms in the queue, 9% of their time"))
-    assert watch_key(base) == watch_key(dataclasses.replace(
+    assert watch_key(base) == watch_key(records.replace(
         base, message="requests wait -3 ms in the queue, 100% of their time"))
-    for other in (dataclasses.replace(base, message="requests wait 354.5 ms in the batcher"),
-                  dataclasses.replace(base, rule="TD612"),
-                  dataclasses.replace(base, model="other"),
-                  dataclasses.replace(base, model=None),
-                  dataclasses.replace(base, version="2"),
-                  dataclasses.replace(base, location=Location(None, None, "input[0]"))):
+    for other in (records.replace(base, message="requests wait 354.5 ms in the batcher"),
+                  records.replace(base, rule="TD612"),
+                  records.replace(base, model="other"),
+                  records.replace(base, model=None),
+                  records.replace(base, version="2"),
+                  records.replace(base, location=Location(None, None, "input[0]"))):
         assert watch_key(other) != watch_key(base)
 
 

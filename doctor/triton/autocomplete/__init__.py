@@ -8,15 +8,15 @@ so what the server would fill in is never flagged, and the refusals carry the ba
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from dataclasses import field as default
 from typing import Any
 
 from triton_doctor.evidence import ModelFile, PythonSource
+from triton_doctor.records import field as default
+from triton_doctor.records import record
 from triton_doctor.triton.autocomplete import onnx, openvino, python
 
 
-@dataclass
+@record
 class Completion:
     """The configuration after the backend's auto-complete, and what the backend said."""
 

@@ -9,10 +9,10 @@ config already has is kept as written.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from triton_doctor.evidence import ModelFile, TensorInfo
+from triton_doctor.records import replace
 from triton_doctor.triton.autocomplete import tensors
 
 if TYPE_CHECKING:
