@@ -9,9 +9,10 @@ itself only needs protobuf, so it is loaded straight from its file.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from functools import cache
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from triton_doctor.evidence import ConfigFile, SyntaxProblem
@@ -23,8 +24,23 @@ class SchemaUnavailable(RuntimeError):
 
 
 @cache
-def schema() -> ModuleType:
-    """The generated ``model_config_pb2`` module, imported without grpc."""
+def schema() -> Any:
+    """The schema's ``ModelConfig`` message class and ``DataType`` enum, from tritonclient's
+    generated ``model_config_pb2``.
+
+    With protobuf's upb implementation (every wheel since protobuf 4.21) only the serialized
+    descriptor is taken from the file and the class is built by upb itself: importing the
+    module would also import protobuf's pure-Python machinery (``descriptor_pool`` pulls in
+    ``python_message`` and ``text_format``), about 50 ms of a one-model check."""
+    path = _generated_module()
+    from google.protobuf.internal import api_implementation
+
+    if api_implementation.Type() == "upb":
+        return _built_by_upb(path)
+    return _imported(path)
+
+
+def _generated_module() -> str:
     spec = importlib.util.find_spec("tritonclient")
     if spec is None or not spec.submodule_search_locations:
         raise SchemaUnavailable(
@@ -32,17 +48,44 @@ def schema() -> ModuleType:
             "(pip install 'tritonclient[http]')"
         )
     for location in spec.submodule_search_locations:
-        path = f"{location}/grpc/model_config_pb2.py"
-        module_spec = importlib.util.spec_from_file_location("_triton_model_config_pb2", path)
-        if module_spec is None or module_spec.loader is None:
-            continue
-        try:
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-        except FileNotFoundError:
-            continue
-        return module
+        path = os.path.join(location, "grpc", "model_config_pb2.py")
+        if os.path.isfile(path):
+            return path
     raise SchemaUnavailable("tritonclient is installed but has no grpc/model_config_pb2.py")
+
+
+#: The generated module's one call that carries the schema: a bytes literal, escapes and all.
+_SERIALIZED_FILE = re.compile(rb"AddSerializedFile\((b'(?:[^'\\\n]|\\.)*')\)")
+
+
+def _built_by_upb(path: str) -> Any:
+    """The message class made by upb from the file's serialized descriptor, in a pool of its
+    own; the module imported as a whole when the file does not hold the call as expected."""
+    from google._upb import _message as upb
+    from google.protobuf import message
+    from google.protobuf.internal import enum_type_wrapper
+
+    with open(path, "rb") as source:
+        found = _SERIALIZED_FILE.search(source.read())
+    if found is None:
+        return _imported(path)
+    # The match is one bytes literal, nothing else: evaluating it runs no code.
+    serialized = eval(compile(found.group(1), path, "eval"), {"__builtins__": {}})
+    described = upb.DescriptorPool().AddSerializedFile(serialized)
+    config = upb.MessageMeta("ModelConfig", (message.Message,), {
+        "DESCRIPTOR": described.message_types_by_name["ModelConfig"], "__module__": __name__})
+    data_type = enum_type_wrapper.EnumTypeWrapper(described.enum_types_by_name["DataType"])
+    return SimpleNamespace(ModelConfig=config, DataType=data_type)
+
+
+def _imported(path: str) -> ModuleType:
+    """The generated module, imported from its file (its package would import grpc)."""
+    module_spec = importlib.util.spec_from_file_location("_triton_model_config_pb2", path)
+    if module_spec is None or module_spec.loader is None:
+        raise SchemaUnavailable(f"cannot import {path}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
 
 
 def new_config() -> Any:
