@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
@@ -100,6 +99,8 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
 def _reap(children: Iterable[tuple[int, int]]) -> None:
     """End the children not waited for (this process's own share raised), closing their
     pipes."""
+    import signal  # only after a failure
+
     for pid, reading in children:
         with contextlib.suppress(OSError):
             os.close(reading)

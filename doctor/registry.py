@@ -6,7 +6,6 @@ selects the registered rules.
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable, Iterable
 
@@ -72,6 +71,8 @@ class Rule:
 
     @property
     def doc(self) -> str:
+        import inspect  # only where docs are shown: a check need not pay for its import
+
         return inspect.cleandoc(self.check.__doc__ or "")
 
     def section(self, heading: str) -> str:
