@@ -1,6 +1,6 @@
 """The catalogue of rules: every registered rule, found by id or name, selected by keys.
 
-Listing the rules imports the rules package (registration happens on import), so this module
+Listing the rules imports their family modules (registration happens on import), so this module
 sits above the rules in the layers; the rules themselves import only ``triton_doctor.registry``.
 """
 
@@ -10,13 +10,26 @@ from collections.abc import Iterable
 from typing import Any
 
 from triton_doctor.registry import RULES, Rule, key_matches
+from triton_doctor.rules import FAMILIES
+
+#: The scopes of rules (``Rule.scope``); the first two judge a repository alone.
+SCOPES = ("model", "repository", "live", "log", "fleet")
+STATIC = SCOPES[:2]
 
 
 def all_rules() -> list[Rule]:
-    """Every rule, by id; importing the rules package registers them."""
-    import triton_doctor.rules  # noqa: F401  (registration happens on import)
+    """Every rule, by id."""
+    return rules_of(SCOPES)
 
-    return [RULES[key] for key in sorted(RULES)]
+
+def rules_of(scopes: Iterable[str]) -> list[Rule]:
+    """The rules of ``scopes``, by id; only the families holding such rules are imported."""
+    wanted = frozenset(scopes)
+    for family, has in FAMILIES.items():
+        if has & wanted:
+            # The import statement's own path, which -X importtime sees (import_module not).
+            __import__(f"triton_doctor.rules.{family}")
+    return [RULES[key] for key in sorted(RULES) if RULES[key].scope in wanted]
 
 
 def find_rule(key: str) -> Rule | None:

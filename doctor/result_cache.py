@@ -13,7 +13,7 @@ import json
 from collections.abc import Sequence
 
 from triton_doctor.cache import digest
-from triton_doctor.catalogue import all_rules
+from triton_doctor.catalogue import STATIC, all_rules, rules_of
 from triton_doctor.engine import Result, run
 from triton_doctor.evidence import Evidence, EvidenceError, from_jsonable, to_jsonable
 from triton_doctor.registry import Rule
@@ -32,7 +32,7 @@ def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[Mo
     cache = repository.cache if repository is not None else None
     if (repository is None or cache is None or repository.fingerprint is None
             or evidence.unavailable or any(getattr(evidence, part) for part in LIVE_PARTS)):
-        return run(evidence, _or_all(rules), waived, waiver_source, jobs)
+        return run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs)
     chosen = ["every rule"] if rules is None else [candidate.id for candidate in rules]
     key = digest(repository.fingerprint, repository.path,
                  json.dumps(to_jsonable(evidence.options), sort_keys=True),
@@ -45,7 +45,7 @@ def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[Mo
             result = Result()
         if _consistent(result, rules):
             return result
-    result = run(evidence, _or_all(rules), waived, waiver_source, jobs)
+    result = run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs)
     data = to_jsonable(result)
     if _survives(result, data):
         cache.keep_result(key, data)
@@ -63,8 +63,16 @@ def _consistent(result: Result, rules: Sequence[Rule] | None) -> bool:
     return bool(applied) and named <= applied and chosen
 
 
-def _or_all(rules: Sequence[Rule] | None) -> Sequence[Rule]:
-    return all_rules() if rules is None else rules
+def _or_all(rules: Sequence[Rule] | None, evidence: Evidence) -> Sequence[Rule]:
+    """``rules``, else every rule; only the static ones where the Evidence has no live part,
+    nor a live part that could not be read: the engine applies no other there, so the Result
+    is the same without importing them."""
+    if rules is not None:
+        return rules
+    if any(getattr(evidence, part) is not None or part in evidence.unavailable
+           for part in LIVE_PARTS):
+        return all_rules()
+    return rules_of(STATIC)
 
 
 def _survives(result: Result, data: object) -> bool:

@@ -1,26 +1,29 @@
-"""Rule families; importing this package registers every rule with the registry."""
+"""Rule families. Each module registers its rules with the registry when it is imported; a run
+imports only the families whose scopes it can judge (``catalogue.rules_of``), so that a static
+check never loads the live, log and fleet rules nor the models of a server they read."""
 
-from triton_doctor.rules import (  # noqa: F401
-    compatibility,
-    config_batching,
-    config_identity,
-    config_instances,
-    config_io,
-    config_misc,
-    config_syntax,
-    config_warmup,
-    ensemble_steps,
-    ensemble_structure,
-    fleet,
-    layout,
-    lfs_pointers,
-    model_files,
-    model_io,
-    python_model,
-    reachability,
-    repository_shape,
-    resources,
-    runtime,
-    server_log,
-    serving,
-)
+#: Each family module and the scopes of its rules (a test compares it with what they register).
+FAMILIES: dict[str, frozenset[str]] = {
+    "compatibility": frozenset({"model"}),
+    "config_batching": frozenset({"model"}),
+    "config_identity": frozenset({"model"}),
+    "config_instances": frozenset({"model"}),
+    "config_io": frozenset({"model"}),
+    "config_misc": frozenset({"model"}),
+    "config_syntax": frozenset({"model"}),
+    "config_warmup": frozenset({"model"}),
+    "ensemble_steps": frozenset({"repository"}),
+    "ensemble_structure": frozenset({"model"}),
+    "fleet": frozenset({"fleet"}),
+    "layout": frozenset({"model"}),
+    "lfs_pointers": frozenset({"model"}),
+    "model_files": frozenset({"model"}),
+    "model_io": frozenset({"model"}),
+    "python_model": frozenset({"model"}),
+    "reachability": frozenset({"live"}),
+    "repository_shape": frozenset({"repository"}),
+    "resources": frozenset({"live"}),
+    "runtime": frozenset({"model"}),
+    "server_log": frozenset({"log"}),
+    "serving": frozenset({"live"}),
+}
