@@ -8,10 +8,10 @@ import contextlib
 import errno
 import os
 import sys
-from collections.abc import Sequence
-from typing import NoReturn
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, NoReturn
 
-from triton_doctor import __version__, commands
+from triton_doctor import __version__
 from triton_doctor.flag_types import (
     alert_groups,
     count,
@@ -22,10 +22,7 @@ from triton_doctor.flag_types import (
     seconds,
     window,
 )
-from triton_doctor.invocation import ALERT_GROUPS, DEFAULT_LISTEN, Invocation
 from triton_doctor.printable import printable
-from triton_doctor.triton import model_config, profiles
-from triton_doctor.triton.normalize import MAX_GPUS
 
 
 class _Parser(argparse.ArgumentParser):
@@ -71,17 +68,31 @@ def _did_you_mean(word: str, known: Sequence[str]) -> str:
     return f"; did you mean {close[0]}?" if close else ""
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(chosen: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The command line's parser. Every subcommand is named (as usage and --help show them);
+    only those ``chosen`` (None: all) get their arguments: a run parses one, and building the
+    others would cost it a sixth of its start."""
     parser = _Parser(
         prog="triton-doctor",
         description="Find what Triton Inference Server would refuse or do badly, and the fix.",
     )
     parser.add_argument("--version", action="version", version=f"triton-doctor {__version__}")
     subcommands = parser.add_subparsers(dest="command", required=True)
+    for name, (add_arguments, about) in SUBCOMMANDS.items():
+        subparser = subcommands.add_parser(name, **about)
+        if chosen is None or name in chosen:
+            add_arguments(subparser)
+    return parser
 
-    check = subcommands.add_parser(
-        "check", help="check a model repository offline, a running server, or both"
-    )
+
+def _named(argv: Sequence[str]) -> tuple[str, ...]:
+    """The subcommand ``argv`` runs: its first word that is no option (none, or one that names
+    no subcommand, reaches no subparser: argparse stops at it with usage or an error)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return (first,) if first in SUBCOMMANDS else ()
+
+
+def _check(check: argparse.ArgumentParser) -> None:
     check.add_argument(
         "repositories", nargs="*", metavar="REPOSITORY",
         help="path to a model repository; several make one report, summed per repository",
@@ -183,14 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="processes reading and judging a large repository (default: the CPUs available)",
     )
 
-    watch = subcommands.add_parser(
-        "watch", help="a live terminal UI: the rules judged against a running server, again "
-        "and again",
-        description="Poll a running tritonserver (and its metrics, GPUs, container, /dev/shm "
-        "and log) every --interval seconds and show what is broken and what to do, in a "
-        "terminal UI. Keys: ? help, / filter, Enter details, Esc back, p pause, r refresh, "
-        "s save a snapshot, q quit. With --snapshot FILE it replays saved Evidence.",
-    )
+
+def _watch(watch: argparse.ArgumentParser) -> None:
     watch.add_argument("repository", nargs="?",
                        help="the model repository the server serves (adds the static rules)")
     _add_live_options(watch, required=False)
@@ -209,12 +214,8 @@ def build_parser() -> argparse.ArgumentParser:
     # What the server does on its own: it says whether it auto-completes and which configs.
     watch.set_defaults(disable_auto_complete_config=None, model_config_name=None)
 
-    snapshot = subcommands.add_parser(
-        "snapshot", help="save a running server's Evidence (and a repository's) to a file",
-        description="Collect what check --url collects and write it as JSON, to judge later "
-        "with `check --snapshot FILE` (post-mortems, sharing with a colleague). Credentials "
-        "are never written.",
-    )
+
+def _snapshot(snapshot: argparse.ArgumentParser) -> None:
     snapshot.add_argument("repository", nargs="?", help="path to the model repository")
     snapshot.add_argument("-o", "--output", required=True, metavar="FILE")
     _add_live_options(snapshot, required=False)
@@ -224,13 +225,10 @@ def build_parser() -> argparse.ArgumentParser:
                           disable_auto_complete_config=False, model_config_name=None,
                           snapshot=None, config=None)
 
-    config = subcommands.add_parser(
-        "config",
-        help="print the configuration the server would run for one model directory",
-        description="Print, in config.pbtxt format, the configuration tritonserver would run "
-        "for MODEL_DIR after its normalisation and its backend's auto-complete (from the "
-        "model file or model.py). Problems the server would refuse go to stderr (exit 1).",
-    )
+
+def _config(config: argparse.ArgumentParser) -> None:
+    from triton_doctor.triton.normalize import MAX_GPUS
+
     config.add_argument("model_dir", help="path to one model directory of a repository")
     config.add_argument(
         "--gpus", type=count(0, MAX_GPUS), metavar="N",
@@ -253,18 +251,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_target_options(config)
 
-    exporter = subcommands.add_parser(
-        "exporter", help="judge running servers on an interval and serve what fires as "
-        "Prometheus series",
-        description="Run the rules against each --url server (and REPOSITORY) every --interval "
-        "seconds and serve the findings on /metrics as triton_doctor_finding{rule,name,severity,"
-        "model,version,instance} (1 while firing; a cleared finding's series is gone), with "
-        "the checks' own health. /findings gives the latest findings as JSON and /rules/ID a "
-        "rule's documentation. Scrape it with honor_labels: true (its instance label names "
-        "the Triton server); `triton-doctor alerts` writes the alerting rules. With --prometheus "
-        "URL instead of --url, a fleet is checked through its Prometheus, each replica's "
-        "findings under its own instance label.",
-    )
+
+def _exporter(exporter: argparse.ArgumentParser) -> None:
+    from triton_doctor.invocation import DEFAULT_LISTEN
+
     exporter.add_argument("repository", nargs="?",
                           help="the model repository the servers serve (adds the static rules)")
     exporter.add_argument(
@@ -294,14 +284,10 @@ def build_parser() -> argparse.ArgumentParser:
     exporter.set_defaults(disable_auto_complete_config=None, model_config_name=None,
                           snapshot=None)
 
-    alerts = subcommands.add_parser(
-        "alerts", help="print Prometheus alerting rules for the live rules and the exporter",
-        description="Write Prometheus alerting rules (YAML, for rule_files): the live rules as "
-        "PromQL over Triton's own metrics (queue backlog, requests pending, failure rate, p99, "
-        "compute time, GPU memory and its trend), and alerts on the exporter's series (every "
-        "finding, exporter down, check failing, source down). Thresholds come from the "
-        "settings file, so the alerts agree with `check`.",
-    )
+
+def _alerts(alerts: argparse.ArgumentParser) -> None:
+    from triton_doctor.invocation import ALERT_GROUPS
+
     alerts.add_argument("--format", choices=("prometheus",), default="prometheus")
     alerts.add_argument(
         "--groups", type=alert_groups, default=ALERT_GROUPS, metavar="GROUPS",
@@ -334,15 +320,62 @@ def build_parser() -> argparse.ArgumentParser:
     alerts.add_argument("-o", "--output", metavar="FILE",
                         help="write FILE (replaced whole) instead of stdout")
 
-    rules = subcommands.add_parser("rules", help="list the rules")
+
+def _rules(rules: argparse.ArgumentParser) -> None:
     rules.add_argument("--format", choices=("text", "json"), default="text")
 
-    explain = subcommands.add_parser("explain", help="print one rule's documentation")
+
+def _explain(explain: argparse.ArgumentParser) -> None:
     explain.add_argument("rule", help="rule id (TD201) or name (config-syntax)")
-    return parser
+
+
+#: Each subcommand: what adds its arguments, and its help line (and description) for argparse.
+SUBCOMMANDS: dict[str, tuple[Callable[[argparse.ArgumentParser], None], dict[str, Any]]] = {
+    "check": (_check, {
+        "help": "check a model repository offline, a running server, or both"}),
+    "watch": (_watch, {
+        "help": "a live terminal UI: the rules judged against a running server, again and again",
+        "description": "Poll a running tritonserver (and its metrics, GPUs, container, "
+        "/dev/shm and log) every --interval seconds and show what is broken and what to do, "
+        "in a terminal UI. Keys: ? help, / filter, Enter details, Esc back, p pause, "
+        "r refresh, s save a snapshot, q quit. With --snapshot FILE it replays saved "
+        "Evidence."}),
+    "snapshot": (_snapshot, {
+        "help": "save a running server's Evidence (and a repository's) to a file",
+        "description": "Collect what check --url collects and write it as JSON, to judge later "
+        "with `check --snapshot FILE` (post-mortems, sharing with a colleague). Credentials "
+        "are never written."}),
+    "config": (_config, {
+        "help": "print the configuration the server would run for one model directory",
+        "description": "Print, in config.pbtxt format, the configuration tritonserver would "
+        "run for MODEL_DIR after its normalisation and its backend's auto-complete (from the "
+        "model file or model.py). Problems the server would refuse go to stderr (exit 1)."}),
+    "exporter": (_exporter, {
+        "help": "judge running servers on an interval and serve what fires as Prometheus "
+        "series",
+        "description": "Run the rules against each --url server (and REPOSITORY) every "
+        "--interval seconds and serve the findings on /metrics as triton_doctor_finding{rule,"
+        "name,severity,model,version,instance} (1 while firing; a cleared finding's series is "
+        "gone), with the checks' own health. /findings gives the latest findings as JSON and "
+        "/rules/ID a rule's documentation. Scrape it with honor_labels: true (its instance "
+        "label names the Triton server); `triton-doctor alerts` writes the alerting rules. "
+        "With --prometheus URL instead of --url, a fleet is checked through its Prometheus, "
+        "each replica's findings under its own instance label."}),
+    "alerts": (_alerts, {
+        "help": "print Prometheus alerting rules for the live rules and the exporter",
+        "description": "Write Prometheus alerting rules (YAML, for rule_files): the live rules "
+        "as PromQL over Triton's own metrics (queue backlog, requests pending, failure rate, "
+        "p99, compute time, GPU memory and its trend), and alerts on the exporter's series "
+        "(every finding, exporter down, check failing, source down). Thresholds come from "
+        "the settings file, so the alerts agree with `check`."}),
+    "rules": (_rules, {"help": "list the rules"}),
+    "explain": (_explain, {"help": "print one rule's documentation"}),
+}
 
 
 def _add_target_options(parser: argparse.ArgumentParser) -> None:
+    from triton_doctor.triton import profiles
+
     parser.add_argument(
         "--triton-version", metavar="RELEASE",
         help="the Triton release served with: a container release (24.08) or server version "
@@ -356,6 +389,8 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_gpus_option(parser: argparse.ArgumentParser) -> None:
+    from triton_doctor.triton.normalize import MAX_GPUS
+
     parser.add_argument(
         "--gpus", type=count(0, MAX_GPUS), metavar="N",
         help=f"how many GPUs the server can use, 0 to {MAX_GPUS} (0: a CPU-only server), to "
@@ -427,7 +462,7 @@ def _add_live_options(parser: argparse.ArgumentParser, required: bool, url: bool
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(_named(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     try:
         code = _run(args)
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not at exit
@@ -446,6 +481,8 @@ def _output_lost(error: OSError) -> int:
     """A report that could not be written whole is a failed run (exit 2), said on stderr in
     one line; stdout is pointed at /dev/null so that Python's flush at exit, which would meet
     the same error, adds no traceback of its own."""
+    from triton_doctor import commands
+
     commands.say(f"cannot write the output: {error.strerror or error}")
     with contextlib.suppress(OSError, ValueError):  # not a file descriptor (tests capture it)
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -455,6 +492,10 @@ def _output_lost(error: OSError) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from triton_doctor import commands
+    from triton_doctor.invocation import Invocation
+    from triton_doctor.triton import model_config
+
     try:
         if args.command == "rules":
             return commands.rules(args.format)
