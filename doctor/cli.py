@@ -479,9 +479,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ending() -> None:
     """Before the process ends: the interpreter's collections at exit walk every object left
-    (a large repository's Evidence: a third of a second); frozen, they are not walked. The
-    report is written and flushed by now; atexit handlers and the flush of sys.stderr still
-    run."""
+    (a tenth of a one-model check); frozen, they are not walked. The report is written and
+    flushed by now; atexit handlers and the flush of sys.stderr still run."""
     import gc
 
     gc.freeze()

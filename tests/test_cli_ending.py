@@ -1,0 +1,40 @@
+"""The end of a run: the process's own run freezes the collector's objects (its exit walks
+none of them) once everything is written, and its atexit handlers still run; a run called
+with arguments, as tests and pre-commit call it, freezes nothing."""
+
+from __future__ import annotations
+
+import gc
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from triton_doctor import cli
+
+from tests.helpers import DEMO
+
+PROBE = """\
+import atexit, gc, sys
+atexit.register(lambda: sys.stderr.write(f"frozen at exit: {gc.get_freeze_count() > 0}"))
+from triton_doctor.cli import main
+sys.argv = ["triton-doctor", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+def test_the_process_run_writes_its_report_then_freezes(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    proc = subprocess.run([sys.executable, "-c", PROBE, "check", "--format", "json",
+                           "--no-cache", "-o", str(report), str(DEMO)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert json.loads(report.read_text())["summary"]["models"] > 1
+    assert proc.stderr.endswith("frozen at exit: True")
+
+
+def test_a_run_given_its_arguments_freezes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    before = gc.get_freeze_count()
+    assert cli.main(["rules", "--format", "json"]) == 0
+    assert gc.get_freeze_count() == before
