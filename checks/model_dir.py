@@ -12,7 +12,6 @@ import itertools
 import os
 
 from triton_doctor.checks.formats import lfs, read_model_file
-from triton_doctor.checks.python_source import read_python_source
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import (
     MAX_TREE_DEPTH,
@@ -132,6 +131,9 @@ def _read_python_files(model: ModelDir, subdir_paths: list[str], filename: str) 
         stem = filename.removesuffix(".py")
         _look_up(subdir, directory, [filename, stem, f"{stem}.so", f"{stem}.abi3.so"])
         if filename in subdir.entries:
+            # Parsed with ast: imported where a repository has a Python model.
+            from triton_doctor.checks.python_source import read_python_source
+
             subdir.python.append(read_python_source(os.path.join(directory, filename),
                                                     subdir.entries))
 
