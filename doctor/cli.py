@@ -25,10 +25,38 @@ from triton_doctor.flag_types import (
 from triton_doctor.printable import printable
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's own, given the width it would take (the terminal's less 2, as
+    ``shutil.get_terminal_size`` finds it) without importing shutil: its compression modules
+    cost a run 7 ms, and argparse makes a formatter for every argument added."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         _columns() - 2 if width is None else width)
+
+
+def _columns() -> int:
+    """The terminal's width: COLUMNS, else stdout's terminal's, else 80."""
+    with contextlib.suppress(KeyError, ValueError):
+        if (columns := int(os.environ["COLUMNS"])) > 0:
+            return columns
+    try:
+        columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+        columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
     """Usage errors quote the command line, which may hold names globbed from a repository
     (``check models/*``): escaped like every other message. A mistyped flag, subcommand or
-    choice is answered with the closest known one."""
+    choice is answered with the closest known one. Subcommands' parsers are of this class
+    too, and so take its formatter."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         super().error(printable(message))

@@ -58,3 +58,15 @@ def test_only_the_subcommand_named_gets_its_arguments() -> None:
     assert "--jobs" in _subparser(lazy, "check")._option_string_actions
     assert "--interval" not in _subparser(lazy, "watch")._option_string_actions
     assert cli._named(["--version"]) == cli._named(["chek"]) == ()
+
+
+@pytest.mark.parametrize("columns", [None, "57", "0", "wide"])
+def test_the_formatter_takes_the_width_argparse_would(columns: str | None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    ours, theirs = cli._Formatter("triton-doctor"), argparse.HelpFormatter("triton-doctor")
+    assert (ours._width, ours._max_help_position) == (theirs._width,
+                                                      theirs._max_help_position)
