@@ -41,9 +41,10 @@ def _columns() -> int:
     with contextlib.suppress(KeyError, ValueError):
         if (columns := int(os.environ["COLUMNS"])) > 0:
             return columns
+    stdout = sys.__stdout__
     try:
-        columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
-    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+        columns = os.get_terminal_size(stdout.fileno()).columns if stdout else 0
+    except (AttributeError, ValueError, OSError):  # not a file, or not a terminal
         columns = 0
     return columns or 80
 
