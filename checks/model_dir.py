@@ -66,16 +66,17 @@ def collect_model(entry: os.DirEntry[str], config_name: str | None,
     except OSError as error:
         model.unreadable = describe(error)
         return model
+    listed = {entry.path: children} if model.listing_stopped_after is None else {}
     subdirs = [child for child in children if child.name != "config.pbtxt" and _is_dir(child)]
-    model.subdirs = [_collect_subdir(child) for child in subdirs]
-    listed = any(child.name == "config.pbtxt" for child in children)
-    if listed or (model.listing_stopped_after is not None and os.path.lexists(config_path)):
+    model.subdirs = [_collect_subdir(child, listed) for child in subdirs]
+    has_config = any(child.name == "config.pbtxt" for child in children)
+    if has_config or (model.listing_stopped_after is not None and os.path.lexists(config_path)):
         model.config = _read_config(config_path, real_root)
     if config_name:
         custom = os.path.join(entry.path, "configs", f"{config_name}.pbtxt")
         if os.path.exists(custom):  # as the server's FileExists: a FIFO or directory counts
             model.config = _read_config(custom, real_root)
-    tree, model.tree_stopped_after = _tree(entry.path)
+    tree, model.tree_stopped_after = _tree(entry.path, listed)
     model.tree = [display_name(path) for path in tree]
     model.data_files = _data_files(entry.path, tree)
     model.lfs_pointers = lfs.find_pointers(entry.path, tree)
@@ -215,13 +216,17 @@ def _read_config(path: str, real_root: str) -> ConfigFile:
     return config
 
 
-def _collect_subdir(entry: os.DirEntry[str]) -> Subdir:
+def _collect_subdir(entry: os.DirEntry[str], listed: dict[str, list[os.DirEntry[str]]]) -> Subdir:
+    """The version (or other) directory ``entry``; its listing is added to ``listed`` when
+    whole."""
     subdir = Subdir(name=display_name(entry.name))
     try:
         children, subdir.listing_stopped_after = _list(entry.path, MAX_ENTRIES_PER_DIR)
     except OSError as error:
         subdir.unreadable = describe(error)
         return subdir
+    if subdir.listing_stopped_after is None:
+        listed[entry.path] = children
     subdir.entries = [display_name(child.name) + ("/" if _is_dir(child) else "")
                       for child in children]
     _look_up(subdir, entry.path, list(KNOWN_MODEL_FILES))
@@ -240,17 +245,22 @@ def _data_files(model_path: str, tree: list[str]) -> dict[str, int]:
     return sizes
 
 
-def _tree(model_path: str) -> tuple[list[str], int | None]:
+def _tree(model_path: str, listed: dict[str, list[os.DirEntry[str]]]
+          ) -> tuple[list[str], int | None]:
     """Relative paths below the model directory (real names), depth first, down to
     MAX_TREE_DEPTH levels and at most MAX_TREE_ENTRIES of them; and the number listed when
-    that budget stopped the walk (None when complete). Symbolic links are not followed."""
+    that budget stopped the walk (None when complete). Symbolic links are not followed.
+    ``listed`` holds whole listings already made, by path: one within the budget is what
+    listing the directory again would give."""
     paths: list[str] = []
     pending = [("", model_path, 0)]
     while pending:
         prefix, directory, depth = pending.pop()
         budget = MAX_TREE_ENTRIES - len(paths)
+        known = listed.get(directory)
         try:
-            children, stopped = _list(directory, budget)
+            children, stopped = ((known, None) if known is not None and len(known) <= budget
+                                 else _list(directory, budget))
         except OSError:
             continue
         dirs = [child for child in children if _is_dir(child)]

@@ -195,10 +195,8 @@ class RepositoryCache:
     def _write(self, path: str, document: dict[str, Any]) -> None:
         """Write a temporary file and rename it onto ``path`` itself: whatever stood there (a
         link planted in a shared or restored cache) is replaced, never written through."""
-        import tempfile
-
         document = {"format": FORMAT, "tool": self._tool, **document}
-        handle, temporary = tempfile.mkstemp(prefix=".part-", dir=self._directory)
+        handle, temporary = _new_part(self._directory)
         try:
             with os.fdopen(handle, "wb") as out:
                 out.write(json.dumps(document, separators=(",", ":")).encode())
@@ -206,6 +204,20 @@ class RepositoryCache:
         except BaseException:
             os.unlink(temporary)
             raise
+
+
+def _new_part(directory: str) -> tuple[int, str]:
+    """A new file of this process's own in ``directory``, open for writing, and its path: made
+    here rather than by ``tempfile``, whose import (``shutil``, ``random``) costs more than a
+    one-model check's cache write."""
+    for attempt in range(100):
+        path = os.path.join(directory, f".part-{os.getpid()}_{time.monotonic_ns()}_{attempt}")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+            return os.open(path, flags, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{directory}: no free name for a new cache file")
 
 
 def _user() -> int | str:
