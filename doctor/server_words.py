@@ -11,8 +11,8 @@ ignores case would cost a log scan a pass over a lowered copy of every block.
 The log scan (``checks.log_scan``) looks for the words of the log rules (scope "log") only,
 and gives each line it finds to the rule whose words it holds (:func:`in_log`).
 
-The answers come from the registered rules; the rules package registers them all on import
-(``triton_doctor.catalogue`` does that for front-ends; a rule asking is registered already).
+The answers come from the registered rules: a front-end lists them through
+``triton_doctor.catalogue`` first (a rule asking is registered already).
 """
 
 from __future__ import annotations

@@ -192,6 +192,7 @@ def test_watch_follows_a_log_pipe_without_waiting_on_it(tmp_path: Path, server: 
     tail kept across polls; none waits --timeout for a writer that never closes."""
     fifo = tmp_path / "server.log"
     os.mkfifo(fifo)
+    all_rules()  # the follower's scan looks for the words the registered rules declare
     before = tree_state(tmp_path)
     poller = Poller(LiveRequest(server, f"{server}/metrics", window_s=0.1, timeout_s=5.0,
                                 log_path=str(fifo)))
