@@ -13,6 +13,7 @@ through one ``attrgetter``. The semantics are dataclasses' for what is used here
 from __future__ import annotations
 
 import operator
+from _thread import get_ident
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, TypeVar
@@ -84,7 +85,7 @@ def fields(record_or_class: Any) -> tuple[Field, ...]:
 
 def is_record(value: Any) -> bool:
     """Whether ``value`` is a record class or instance."""
-    return hasattr(value, "__record_fields__")
+    return hasattr(value if isinstance(value, type) else type(value), "__record_fields__")
 
 
 def replace(instance: T, /, **changes: Any) -> T:
@@ -100,41 +101,25 @@ def replace(instance: T, /, **changes: Any) -> T:
 
 
 def _build(cls: type, frozen: bool, eq: bool) -> None:
-    inherited: dict[str, Field] = {}
-    for base in reversed(cls.__mro__[1:]):
-        for one in getattr(base, "__record_fields__", ()):
-            inherited[one.name] = one
-    # The class's own annotations, read without inspect (whose import is part of what a
-    # record saves).
-    own = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
-    for name, annotation in own.items():
-        if _is_class_var(annotation):
-            continue
-        declared = cls.__dict__.get(name, MISSING)
-        one = declared if isinstance(declared, Field) else Field(
-            declared, MISSING, True, True, True, None)
-        one.name = name
-        if isinstance(one.default, (list, dict, set)):
-            raise ValueError(f"mutable default {type(one.default).__name__} for field {name}: "
-                             "use default_factory")
-        if isinstance(declared, Field):
-            if one.default is MISSING:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, one.default)
-        inherited.pop(name, None)
-        inherited[name] = one
-    every = tuple(inherited.values())
+    every = _fields_of(cls)
+    for base in cls.__mro__[1:]:
+        if getattr(base, "__record_frozen__", frozen) != frozen:
+            raise TypeError(f"{cls.__qualname__}: a frozen record and a mutable one cannot "
+                            "inherit from each other")
     _check_order(cls, every)
     cls.__record_fields__ = every  # type: ignore[attr-defined]
+    cls.__record_frozen__ = frozen  # type: ignore[attr-defined]
     cls.__match_args__ = tuple(one.name for one in every if one.init)  # type: ignore[attr-defined,misc]
     if "__init__" not in cls.__dict__:
         cls.__init__ = _deferred_init(cls, every, frozen)  # type: ignore[misc]
     if "__repr__" not in cls.__dict__:
         cls.__repr__ = _repr_of(tuple(one.name for one in every if one.repr))  # type: ignore[assignment]
     if eq:
-        compared = [one.name for one in every if one.compare]
-        values = operator.attrgetter(*compared) if compared else (lambda _: ())
+        getter = operator.attrgetter(*[one.name for one in every if one.compare] or ["__class__"])
+        compared = sum(one.compare for one in every)
+        # Always a tuple, whatever the count: compared as dataclasses compare theirs.
+        values = ((lambda _: ()) if not compared else
+                  (lambda record: (getter(record),)) if compared == 1 else getter)
         if "__eq__" not in cls.__dict__:
             cls.__eq__ = _eq_of(values)  # type: ignore[assignment]
         if "__hash__" not in cls.__dict__ or cls.__dict__["__hash__"] is None:
@@ -143,6 +128,38 @@ def _build(cls: type, frozen: bool, eq: bool) -> None:
         names = frozenset(one.name for one in every)
         cls.__setattr__ = _frozen_setattr(cls, names)  # type: ignore[assignment]
         cls.__delattr__ = _frozen_delattr(cls, names)  # type: ignore[assignment]
+
+
+def _fields_of(cls: type) -> tuple[Field, ...]:
+    """The bases' fields, then the class's own annotations, as dataclasses order them: a field
+    declared again keeps its place, and without a value of its own takes the inherited one."""
+    every: dict[str, Field] = {}
+    for base in reversed(cls.__mro__[1:]):
+        for one in getattr(base, "__record_fields__", ()):
+            every[one.name] = one
+    own = cls.__annotations__  # the class's own on Python 3.10+ (inspect's import is spared)
+    for name, annotation in own.items():
+        if _is_class_var(annotation):
+            continue
+        declared = getattr(cls, name, MISSING)
+        one = declared if isinstance(declared, Field) else Field(
+            declared, MISSING, True, True, True, None)
+        one.name = name
+        if one.default is not MISSING and type(one.default).__hash__ is None:
+            raise ValueError(f"mutable default {type(one.default).__name__} for field {name}: "
+                             "use default_factory")
+        if isinstance(declared, Field):
+            if one.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, one.default)
+        every[name] = one
+    stray = [name for name, value in cls.__dict__.items()
+             if isinstance(value, Field) and name not in own]
+    if stray:
+        raise TypeError(f"{cls.__qualname__}: {', '.join(stray)} is a field without a type "
+                        "annotation")
+    return tuple(every.values())
 
 
 def _is_class_var(annotation: Any) -> bool:
@@ -212,10 +229,21 @@ def _compile_init(cls: type, every: tuple[Field, ...], frozen: bool) -> Callable
 
 def _repr_of(names: tuple[str, ...]) -> Callable[[Any], str]:
     def __repr__(self: Any) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        key = (id(self), get_ident())
+        if key in _SHOWING:  # a record that holds itself, somewhere below
+            return "..."
+        _SHOWING.add(key)
+        try:
+            shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+        finally:
+            _SHOWING.discard(key)
         return f"{type(self).__qualname__}({shown})"
 
     return __repr__
+
+
+#: The records being shown, with the thread showing each: repr stops where one recurs.
+_SHOWING: set[tuple[int, int]] = set()
 
 
 def _eq_of(values: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:

@@ -15,10 +15,19 @@ from pathlib import Path
 from typing import NoReturn
 
 import pytest
+from triton_doctor.catalogue import all_rules
 
 from tests.server_harness import ServerInstall, TritonServer, locate_server_tree
 
 StartServer = Callable[..., TritonServer]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def registered_rules() -> None:
+    """Every rule registered, as every front-end lists them before it collects: a test that
+    builds a collector (a log scan, a poller) by hand must not depend on another test module
+    having listed them first."""
+    all_rules()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -160,3 +160,72 @@ def test_arguments_are_checked_as_a_function_checks_them() -> None:
         record("a", unknown=1)
     with pytest.raises(TypeError):
         record("a", counter=1)  # init=False
+
+
+def test_a_field_declared_again_keeps_its_place_and_its_inherited_default() -> None:
+    made = []
+    for decorate in (dataclasses.dataclass, records.record):
+
+        @decorate
+        class Base:
+            x: int
+            y: int = 1
+
+        @decorate
+        class Again(Base):
+            x: int = 5
+            z: int = 2
+
+        @decorate
+        class Bare(Base):
+            y: int
+            w: int = 0
+
+        made.append((repr(Again()), Again.__match_args__, repr(Bare(1))))
+    assert [text.split(".")[-1] if isinstance(text, str) else text for text in made[0]] \
+        == [text.split(".")[-1] if isinstance(text, str) else text for text in made[1]]
+
+
+def test_one_compared_field_is_compared_as_a_tuple_of_one() -> None:
+    @records.record(frozen=True)
+    class Weight:
+        value: float
+
+    nan = Weight(float("nan"))
+    assert nan == nan and hash(nan) == hash(Weight(nan.value))
+
+
+def test_what_dataclasses_refuse_records_refuse() -> None:
+    _, mutable = _pair()
+    with pytest.raises(ValueError, match="default_factory"):
+
+        @records.record
+        class Shared:
+            a: Any = mutable("one instance every Shared would share")
+
+    @records.record(frozen=True)
+    class Frozen:
+        a: int
+
+    with pytest.raises(TypeError, match="inherit"):
+
+        @records.record
+        class Mutable(Frozen):
+            b: int = 0
+
+    with pytest.raises(TypeError, match="annotation"):
+
+        @records.record
+        class Stray:
+            a = records.field(default=1)
+
+
+def test_a_record_that_holds_itself_is_shown_without_recursing() -> None:
+    @records.record
+    class Node:
+        name: str
+        children: list[Any] = records.field(default_factory=list)
+
+    node = Node("a")
+    node.children.append(node)
+    assert repr(node).endswith("Node(name='a', children=[...])")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import threading
 from functools import cache
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -23,20 +24,32 @@ class SchemaUnavailable(RuntimeError):
     """tritonclient (which carries the ModelConfig schema) is not installed."""
 
 
-@cache
 def schema() -> Any:
     """The schema's ``ModelConfig`` message class and ``DataType`` enum, from tritonclient's
-    generated ``model_config_pb2``.
+    generated ``model_config_pb2``, built once: the exporter's and the TUI's threads must share
+    one class (messages of two builds cannot be copied into each other).
 
     With protobuf's upb implementation (every wheel since protobuf 4.21) only the serialized
     descriptor is taken from the file and the class is built by upb itself: importing the
     module would also import protobuf's pure-Python machinery (``descriptor_pool`` pulls in
     ``python_message`` and ``text_format``), about 50 ms of a one-model check."""
+    with _BUILDING:
+        return _schema()
+
+
+_BUILDING = threading.Lock()
+
+
+@cache
+def _schema() -> Any:
     path = _generated_module()
     from google.protobuf.internal import api_implementation
 
     if api_implementation.Type() == "upb":
-        return _built_by_upb(path)
+        try:
+            return _built_by_upb(path)
+        except (ImportError, AttributeError, LookupError, TypeError, ValueError):
+            pass  # upb's private API changed, or the schema came to need another file
     return _imported(path)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import io
 import json
 import types
@@ -17,7 +16,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from triton_doctor import cli
+from triton_doctor import cli, records
 from triton_doctor.checks.repository import collect_repository
 from triton_doctor.evidence import ContainerEvidence, to_jsonable
 
@@ -209,9 +208,9 @@ def _filled(hint: Any) -> Any:
         return [_filled(typing.get_args(hint)[0])]
     if origin is dict:
         return {"k": _filled(typing.get_args(hint)[1])}
-    if dataclasses.is_dataclass(hint):
+    if records.is_record(hint):
         hints = typing.get_type_hints(hint)
-        return {f.name: _filled(hints[f.name]) for f in dataclasses.fields(hint)
+        return {f.name: _filled(hints[f.name]) for f in records.fields(hint)
                 if not f.metadata.get("transient")}
     return {str: "s", int: 1, float: 1.5, bool: True}.get(hint, {"k": 1})
 
