@@ -115,11 +115,7 @@ def _build(cls: type, frozen: bool, eq: bool) -> None:
     if "__repr__" not in cls.__dict__:
         cls.__repr__ = _repr_of(tuple(one.name for one in every if one.repr))  # type: ignore[assignment]
     if eq:
-        getter = operator.attrgetter(*[one.name for one in every if one.compare] or ["__class__"])
-        compared = sum(one.compare for one in every)
-        # Always a tuple, whatever the count: compared as dataclasses compare theirs.
-        values = ((lambda _: ()) if not compared else
-                  (lambda record: (getter(record),)) if compared == 1 else getter)
+        values = _values_of([one.name for one in every if one.compare])
         if "__eq__" not in cls.__dict__:
             cls.__eq__ = _eq_of(values)  # type: ignore[assignment]
         if "__hash__" not in cls.__dict__ or cls.__dict__["__hash__"] is None:
@@ -128,6 +124,15 @@ def _build(cls: type, frozen: bool, eq: bool) -> None:
         names = frozenset(one.name for one in every)
         cls.__setattr__ = _frozen_setattr(cls, names)  # type: ignore[assignment]
         cls.__delattr__ = _frozen_delattr(cls, names)  # type: ignore[assignment]
+
+
+def _values_of(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
+    """The tuple of a record's ``names`` fields, whatever their count: compared and hashed as
+    dataclasses compare theirs (a tuple of one keeps a NaN equal to itself)."""
+    if not names:
+        return lambda _: ()
+    getter = operator.attrgetter(*names)
+    return getter if len(names) > 1 else lambda record: (getter(record),)
 
 
 def _fields_of(cls: type) -> tuple[Field, ...]:
