@@ -263,7 +263,8 @@ class TritonServer:
         ]
 
     def start(self) -> TritonServer:
-        """Launch the server; with ``wait_for`` set, return once that URL answers 200.
+        """Launch the server; with ``wait_for`` set, return once that URL and the metrics port
+        answer 200.
 
         Raises :class:`ServerExitedError` (with the log tail) if the process exits first, and
         TimeoutError if it is not up within ``startup_timeout`` seconds.
@@ -296,8 +297,15 @@ class TritonServer:
             self._wait_until_up(self.wait_for)
         return self
 
+    @property
+    def serves_metrics(self) -> bool:
+        return "--allow-metrics=false" not in self.args
+
     def _wait_until_up(self, path: str) -> None:
+        """Wait for ``path`` and then for the metrics port: the server starts its metrics
+        service after the HTTP one, so a test that scrapes at once could find it closed."""
         deadline = time.monotonic() + self.startup_timeout
+        waiting = [self.http_url + path] + ([self.metrics_url] if self.serves_metrics else [])
         while time.monotonic() < deadline:
             rc = self.returncode()
             if rc is not None:
@@ -306,10 +314,13 @@ class TritonServer:
                 raise ServerExitedError(f"tritonserver exited with code {rc}:\n{tail}")
             with (
                 contextlib.suppress(OSError, http.client.HTTPException),
-                urllib.request.urlopen(self.http_url + path, timeout=1) as response,
+                urllib.request.urlopen(waiting[0], timeout=1) as response,
             ):
                 if response.status == 200:
-                    return
+                    waiting.pop(0)
+                    if not waiting:
+                        return
+                    continue
             time.sleep(0.05)
         tail = self.log_tail()
         self.stop()
