@@ -8,9 +8,11 @@ the repository.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 from triton_doctor.cache import RepositoryCache, digest
 from triton_doctor.checks.model_fingerprint import fingerprint
@@ -54,22 +56,34 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
 
         raise TargetError(f"{shown}: cannot read the repository: {describe(error)}") from None
     real_root = os.path.realpath(root)
+    read = functools.partial(_read_models, entries, config_name=config_name,
+                             real_root=real_root, jobs=jobs)
     if not cache_dir:
-        return RepositoryEvidence(shown, _read_models(entries, [None] * len(entries), None,
-                                                      config_name, real_root, jobs))
+        return RepositoryEvidence(shown, read()[0])
     cache = RepositoryCache(cache_dir, f"{shown}\0{real_root}\0{config_name or ''}")
     now = time.time_ns()
+    if not cache.records_models():  # nothing to look up: fingerprint each model as it is read
+        models, keys = read(cache=cache, fingerprint_at=now)
+        cache.complete = _whole(entries, keys)
+        return RepositoryEvidence(shown, models, cache=cache, fingerprint=cache.complete)
     keys = map_apart(functools.partial(_key, now=now), entries,
                      processes(jobs, len(entries)))
+    cache.complete = _whole(entries, keys)
+    if cache.complete is not None and cache.holds(cache.complete):
+        return RepositoryEvidence.deferred(shown, lambda: read(keys, cache)[0], cache,
+                                           cache.complete)
+    return RepositoryEvidence(shown, read(keys, cache)[0], cache=cache,
+                              fingerprint=cache.complete)
+
+
+def _whole(entries: list[os.DirEntry[str]], keys: list[str | None]) -> str | None:
+    """The repository's fingerprint: its models' names and keys; None when a model has no key
+    (that model, read on every run, makes the whole uncacheable)."""
     named = [(entry.name, key) for entry, key in zip(entries, keys, strict=True)
              if not _ignored(entry)]
-    whole = (digest(*(f"{name}\0{key}" for name, key in named))
-             if named and all(key for _, key in named) else None)
-    read = functools.partial(_read_models, entries, keys, cache, config_name, real_root, jobs)
-    cache.complete = whole
-    if whole is not None and cache.holds(whole):
-        return RepositoryEvidence.deferred(shown, read, cache, whole)
-    return RepositoryEvidence(shown, read(), cache=cache, fingerprint=whole)
+    if not named or not all(key for _, key in named):
+        return None
+    return digest(*(f"{name}\0{key}" for name, key in named))
 
 
 def _key(entry: os.DirEntry[str], now: int) -> str | None:
@@ -86,28 +100,61 @@ def _ignored(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None],
-                 cache: RepositoryCache | None, config_name: str | None, real_root: str,
-                 jobs: int | None) -> list[ModelDir]:
-    """The models of ``entries``: from the cache where it holds one under the entry's key,
-    else read (and kept in the cache under that key)."""
+#: One model as a reading process gives it: the model (None: no model), its key, and its
+#: cache entry as JSON text (None: not kept).
+Read = tuple[ModelDir | None, str | None, str | None]
+
+
+def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None] | None = None,
+                 cache: RepositoryCache | None = None, *, config_name: str | None,
+                 real_root: str, jobs: int | None,
+                 fingerprint_at: int | None = None) -> tuple[list[ModelDir], list[str | None]]:
+    """The models of ``entries``, and their keys: from the cache where it holds one under the
+    entry's key, else read (and kept in the cache under that key). Without ``keys``, a cached
+    run fingerprints each model as it is read, at ``fingerprint_at``."""
+    keys = list(keys) if keys is not None else [None] * len(entries)
     found = [_cached(cache, entry.name, key) if cache and key else None
              for entry, key in zip(entries, keys, strict=True)]
     missing = [index for index, model in enumerate(found) if model is None]
-    if not missing:
-        return [model for model in found if model is not None]
-    from triton_doctor.checks import model_dir
+    if missing:
+        work = functools.partial(_read_one, config_name=config_name, real_root=real_root,
+                                 fingerprint_at=fingerprint_at, kept=cache is not None)
+        read = map_apart(work, [(entries[index], keys[index]) for index in missing],
+                         processes(jobs, len(missing)), _portable, _restored)
+        for index, (model, key, text) in zip(missing, read, strict=True):
+            found[index], keys[index] = model, key
+            if cache and key and text is not None:
+                cache.keep_model(entries[index].name, key, text)
+    return [model for model in found if model is not None], keys
 
-    read = map_apart(functools.partial(model_dir.collect_model, config_name=config_name,
-                                       real_root=real_root),
-                     [entries[index] for index in missing],
-                     processes(jobs, len(missing)), model_dir.portable, model_dir.restored)
-    for index, model in zip(missing, read, strict=True):
-        found[index] = model
-        key = keys[index]
-        if cache and key and model is not None:
-            cache.keep_model(entries[index].name, key, to_jsonable(model))
-    return [model for model in found if model is not None]
+
+def _read_one(item: tuple[os.DirEntry[str], str | None], *, config_name: str | None,
+              real_root: str, fingerprint_at: int | None, kept: bool) -> Read:
+    """One model read, in whichever process reads it; its key is taken first, where asked (an
+    edit while it is read then changes the key, never the entry under the old one), and its
+    cache entry written out here too, so that several processes share that work."""
+    from triton_doctor.checks.model_dir import collect_model
+
+    entry, key = item
+    if fingerprint_at is not None:
+        key = _key(entry, fingerprint_at)
+    model = collect_model(entry, config_name, real_root)
+    text = (json.dumps(to_jsonable(model), separators=(",", ":"))
+            if kept and key and model is not None else None)
+    return model, key, text
+
+
+def _portable(read: Read) -> tuple[object, str | None, str | None]:
+    from triton_doctor.checks.model_dir import portable
+
+    return portable(read[0]), read[1], read[2]
+
+
+def _restored(sent: tuple[Any, str | None, str | None]) -> Read:
+    from triton_doctor.checks.model_dir import restored
+
+    model, key, text = sent
+    return restored(model), key, text
 
 
 def _cached(cache: RepositoryCache, name: str, key: str) -> ModelDir | None:

@@ -122,6 +122,7 @@ class RepositoryCache:
         self._old_results = results if isinstance(results, list) else []
         self._results: list[Any] = []
         self._old_models: dict[str, Any] | None = None  # read on first use
+        #: Each model kept: its entry as read from the file, or as JSON text when read now.
         self._models: dict[str, Any] = {}
         self._models_changed = False
         #: The fingerprint of the repository whose every model this run read or kept (set by
@@ -139,6 +140,10 @@ class RepositoryCache:
             return {}
         return data
 
+    def records_models(self) -> bool:
+        """Whether a models file may be there to take models from (else none is looked up)."""
+        return self._recorded_complete is not None or os.path.lexists(self._models_path)
+
     def holds(self, fingerprint: str) -> bool:
         """Whether the models file was written for the repository ``fingerprint`` names."""
         return fingerprint == self._recorded_complete
@@ -154,8 +159,10 @@ class RepositoryCache:
             return entry["data"]
         return None
 
-    def keep_model(self, name: str, key: str, data: Any) -> None:
-        self._models[name] = {"key": key, "data": data}
+    def keep_model(self, name: str, key: str, data: str) -> None:
+        """Record model ``name`` under ``key``; ``data`` is its entry as JSON text, written by
+        the process that read the model."""
+        self._models[name] = f'{{"key":{_dumps(key)},"data":{data}}}'
         self._models_changed = True
 
     def result(self, key: str) -> Any | None:
@@ -173,9 +180,9 @@ class RepositoryCache:
         used, the index when a Result is new or the completeness changed; the other Results
         recorded stay (another choice of rules may come back). Best effort: a cache that cannot
         be written is no error."""
-        models_read = self._old_models is not None
-        write_models = models_read and (self._models_changed
-                                        or set(self._old_models or ()) != set(self._models))
+        models_read = self._old_models is not None or self._models_changed
+        write_models = self._models_changed or (
+            models_read and set(self._old_models or ()) != set(self._models))
         complete = self.complete if models_read else self._recorded_complete
         others = [entry for entry in self._old_results
                   if isinstance(entry, dict) and entry not in self._results]
@@ -186,24 +193,38 @@ class RepositoryCache:
         try:
             os.makedirs(self._directory, mode=0o700, exist_ok=True)
             if write_models:  # first: the index must never name models not yet written
-                self._write(self._models_path, {"models": self._models})
-            self._write(self._index_path, {"complete": complete, "results": results})
+                self._write(self._models_path, "models", self._models_text())
+            self._write(self._index_path, "complete", _dumps(complete),
+                        results=_dumps(results))
             _prune(self._directory)
         except (OSError, ValueError):
             return
 
-    def _write(self, path: str, document: dict[str, Any]) -> None:
-        """Write a temporary file and rename it onto ``path`` itself: whatever stood there (a
-        link planted in a shared or restored cache) is replaced, never written through."""
-        document = {"format": FORMAT, "tool": self._tool, **document}
+    def _models_text(self) -> str:
+        """The models kept, as JSON: a model read this run as the text its reading process made
+        of it, one taken from the file as it was read there."""
+        entries = (f"{_dumps(name)}:{entry if isinstance(entry, str) else _dumps(entry)}"
+                   for name, entry in self._models.items())
+        return "{" + ",".join(entries) + "}"
+
+    def _write(self, path: str, name: str, text: str, **more: str) -> None:
+        """Write the document ``{"format", "tool", name: text, **more}`` (values as JSON text)
+        to a temporary file and rename it onto ``path`` itself: whatever stood there (a link
+        planted in a shared or restored cache) is replaced, never written through."""
+        members = {"format": str(FORMAT), "tool": _dumps(self._tool), name: text, **more}
+        document = "{" + ",".join(f"{_dumps(key)}:{value}" for key, value in members.items()) + "}"
         handle, temporary = _new_part(self._directory)
         try:
             with os.fdopen(handle, "wb") as out:
-                out.write(json.dumps(document, separators=(",", ":")).encode())
+                out.write(document.encode())
             os.replace(temporary, path)
         except BaseException:
             os.unlink(temporary)
             raise
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def _new_part(directory: str) -> tuple[int, str]:

@@ -68,8 +68,10 @@ def test_every_way_of_reading_gives_the_same_report(tmp_path: Path, mixed: Path)
     for form in ("json", "text", "sarif"):
         assert runs[f"{mixed}|{form}|one process"]["read"] == 100
         assert runs[f"{mixed}|{form}|two processes"]["read"] == 50  # the other half: the child
-        assert runs[f"{mixed}|{form}|cache read"]["read"] == 0
-        assert runs[f"{DEMO}|{form}|cache read"]["read"] == 0
+        assert runs[f"{mixed}|{form}|cache written by two processes"]["read"] == 50
+        for path in (mixed, DEMO):
+            assert runs[f"{path}|{form}|cache read"]["read"] == 0
+            assert runs[f"{path}|{form}|cache read, written by two"]["read"] == 0
     findings = json.loads(str(runs[f"{mixed}|json|one process"]["report"]))["findings"]
     assert findings, "the mix carries mistakes: a report with none would prove nothing"
 
