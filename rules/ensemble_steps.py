@@ -11,12 +11,15 @@ from triton_doctor.findings import Hit
 from triton_doctor.records import record
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import dims_text, is_ensemble, names_text, type_name
-from triton_doctor.triton.repository_model import ModelView, RepositoryView
+from triton_doctor.triton.repository_model import ModelView, RepositoryView, per_model
 
 
 def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
+    """The ensembles that declare their steps. Which models are ensembles is read from the
+    config as written: no completion makes a model an ensemble, or one no longer, so no other
+    model's auto-complete runs for this."""
     for model in repository.models:
-        if model.state != "broken" and not model.dir.unreadable:
+        if model.state != "broken" and not model.dir.unreadable and is_ensemble(model.raw):
             config = model.effective
             if is_ensemble(config) and config.HasField("ensemble_scheduling"):
                 yield model
@@ -86,28 +89,28 @@ class _StepModel:
     fix: str
 
 
-def _step_model(target: ModelView, known: dict[str, _StepModel]) -> _StepModel:
-    if target.name not in known:
-        config = target.effective
-        inputs = {t.name: t for t in config.input}
-        outputs = {t.name for t in config.output}
-        batching = target.batches
+@per_model
+def _step_model(target: ModelView) -> _StepModel:
+    """The tensors of a model that ensemble steps call, worked out once per check."""
+    config = target.effective
+    inputs = {t.name: t for t in config.input}
+    outputs = {t.name for t in config.output}
+    batching = target.batches
 
-        def node(tensor: Any) -> _Node:
-            return _Node(config.name, tensor.data_type, tuple(tensor.dims), batching)
+    def node(tensor: Any) -> _Node:
+        return _Node(config.name, tensor.data_type, tuple(tensor.dims), batching)
 
-        known[target.name] = _StepModel(
-            inputs=inputs,
-            outputs=outputs,
-            required=[name for name, tensor in inputs.items() if not tensor.optional],
-            input_nodes=[(t.name, node(t)) for t in config.input],
-            output_nodes=_by_name(config.output, node),
-            fix=f"{config.name} has {_listed('inputs', list(inputs))} and "
-            f"{_listed('outputs', sorted(outputs))}"
-            + ("; map those names." if inputs or outputs else
-               ": declare its tensors in its config.pbtxt."),
-        )
-    return known[target.name]
+    return _StepModel(
+        inputs=inputs,
+        outputs=outputs,
+        required=[name for name, tensor in inputs.items() if not tensor.optional],
+        input_nodes=[(t.name, node(t)) for t in config.input],
+        output_nodes=_by_name(config.output, node),
+        fix=f"{config.name} has {_listed('inputs', list(inputs))} and "
+        f"{_listed('outputs', sorted(outputs))}"
+        + ("; map those names." if inputs or outputs else
+           ": declare its tensors in its config.pbtxt."),
+    )
 
 
 def _by_name(tensors: Any, node: Callable[[Any], _Node]) -> dict[str, list[_Node]]:
@@ -204,14 +207,13 @@ def ensemble_step_mismatch(repository: RepositoryView) -> Iterator[Hit]:
 
     Fix: use the step model's own tensor names as keys (`value` is the ensemble tensor).
     """
-    known: dict[str, _StepModel] = {}
     for model in ensembles(repository):
         ensemble = model.effective
         for index, step in enumerate(ensemble.ensemble_scheduling.step):
             target = repository.by_name.get(step.model_name)
             if target is None or not declares_io(target):
                 continue
-            yield from _step_hits(model, index, step, target, _step_model(target, known))
+            yield from _step_hits(model, index, step, target, _step_model(target))
 
 
 def _step_hits(model: ModelView, index: int, step, target: ModelView,  # type: ignore[no-untyped-def]
@@ -403,9 +405,15 @@ class _Conflict:
     shape: bool
 
 
-def _conflicts(
-    model: ModelView, repository: RepositoryView, known: dict[str, _StepModel]
-) -> Iterator[_Conflict]:
+def _conflicts(model: ModelView, repository: RepositoryView) -> list[_Conflict]:
+    """What TD415 and TD416 judge of one ensemble, worked out once per check for both."""
+    memo = model.memo
+    if _conflicts not in memo:
+        memo[_conflicts] = list(_each_conflict(model, repository))
+    return memo[_conflicts]  # type: ignore[no-any-return]
+
+
+def _each_conflict(model: ModelView, repository: RepositoryView) -> Iterator[_Conflict]:
     """At most one conflict per ensemble tensor, in the server's order: the ensemble's inputs
     and outputs (their reshape, if any, as the shape), then each step's inputs in the step
     model's order and its outputs. A step model whose tensors are unknown may declare a tensor
@@ -427,7 +435,7 @@ def _conflicts(
             maps = [*step.input_map.values(), *step.output_map.values()]
             unknown_first.update(t for t in maps if t not in first)
             continue
-        tensors = _step_model(target, known)
+        tensors = _step_model(target)
         met = [(step.input_map[name], node, f"{where}.input_map")
                for name, node in tensors.input_nodes if name in step.input_map]
         met += [
@@ -476,10 +484,9 @@ def ensemble_dtype_mismatch(repository: RepositoryView) -> Iterator[Hit]:
 
     Fix: declare the ensemble tensor with the type the step models use.
     """
-    known: dict[str, _StepModel] = {}
     for model in ensembles(repository):
         ensemble = model.effective
-        for conflict in _conflicts(model, repository, known):
+        for conflict in _conflicts(model, repository):
             if conflict.shape:
                 continue
             first, later = conflict.first, conflict.later
@@ -526,10 +533,9 @@ def ensemble_shape_mismatch(repository: RepositoryView) -> Iterator[Hit]:
     Fix: declare the tensor with the same shape in the ensemble and in every step that reads
     or writes it; a variable dimension is -1.
     """
-    known: dict[str, _StepModel] = {}
     for model in ensembles(repository):
         ensemble = model.effective
-        for conflict in _conflicts(model, repository, known):
+        for conflict in _conflicts(model, repository):
             if not conflict.shape:
                 continue
             first, later = conflict.first, conflict.later

@@ -41,8 +41,14 @@ def model_files_elsewhere(repository: RepositoryView) -> Iterator[Hit]:
     """
     if repository.options.configs_only:
         return
-    judged = [m for m in repository.models if m.expected_model_file() is not None]
-    if judged and all(m.lacks_model_files for m in judged):
+    judged = []
+    for model in repository.models:  # stops at the first that holds its file, as most do
+        if model.expected_model_file() is None:
+            continue
+        if not model.lacks_model_files:
+            return
+        judged.append(model)
+    if judged:
         yield Hit(
             message="no model holds the model file its backend opens "
             f"({names_text([m.name for m in judged])}): the model files seem to be kept "
