@@ -1,8 +1,8 @@
 """Every way a check can read a repository, run in one process (``python -m tests.cache_modes
 CACHE_DIR FORMATS REPO...``, FORMATS such as ``json,text``): with no cache in one process, in
-two, with the cache as it is first written (by one process, or two), and from it. Prints, as JSON, each
-repository's reports and exit codes by mode, and how many model directories each mode read
-from disk.
+two, with the cache as it is first written (by one process, or two), and from it. Prints, as
+JSON, each repository's reports and exit codes by mode, and how many model directories each
+mode read from disk.
 
 A subprocess of its own: forking is refused in a process with threads, as pytest's may have.
 """
