@@ -24,9 +24,9 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from triton_doctor.engine import Result
 from triton_doctor.findings import Finding
 from triton_doctor.records import record, replace
+from triton_doctor.result import Result
 from triton_doctor.safe_files import read_file, write_file
 
 SCHEMA = "triton-doctor/baseline/v1"

@@ -22,6 +22,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from triton_doctor.hashes import algorithm
 from triton_doctor.safe_files import read_file
 
 #: Bumped when the file's shape changes.
@@ -57,10 +58,8 @@ def default_dir() -> str | None:
 
 def digest(*parts: str) -> str:
     """A short hex digest of ``parts`` (joined so that no two lists give the same text)."""
-    import hashlib  # only runs that use the cache hash
-
     joined = "\x1f".join(parts).encode("utf-8", "surrogateescape")
-    return hashlib.blake2b(joined, digest_size=16).hexdigest()
+    return str(algorithm("blake2b")(joined, digest_size=16).hexdigest())
 
 
 @cache

@@ -538,7 +538,7 @@ def _output_lost(error: OSError) -> int:
 def _run(args: argparse.Namespace) -> int:
     from triton_doctor import commands
     from triton_doctor.invocation import Invocation
-    from triton_doctor.triton import model_config
+    from triton_doctor.triton import SchemaUnavailable
 
     try:
         if args.command == "rules":
@@ -554,6 +554,6 @@ def _run(args: argparse.Namespace) -> int:
                "config": commands.config, "exporter": commands.exporter,
                "alerts": commands.alerts}[invocation.command]
         return run(invocation)
-    except model_config.SchemaUnavailable as error:
+    except SchemaUnavailable as error:
         commands.say(error)
         return commands.EXIT_USAGE

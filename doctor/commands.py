@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from triton_doctor.catalogue import all_rules, describe, find_rule
-from triton_doctor.engine import Result, merged
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.invocation import Invocation, Output
 from triton_doctor.printable import display_name, printable
+from triton_doctor.result import Result, merged
 from triton_doctor.safe_files import write_file
 
 if TYPE_CHECKING:

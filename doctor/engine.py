@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Hit, Location, Skipped
 from triton_doctor.parallel import map_apart, processes
-from triton_doctor.records import field, record, replace
+from triton_doctor.records import replace
 from triton_doctor.registry import Rule
+from triton_doctor.result import Result, Suppressed
 from triton_doctor.settings import ModelWaiver
 from triton_doctor.suppress import waivers
 from triton_doctor.triton.repository_model import ModelView, RepositoryView
@@ -20,41 +21,6 @@ if TYPE_CHECKING:  # the live views, imported where a live run needs them
 
 #: The Evidence part a rule's need is read from, where the need is a view of one.
 _PART_OF = {"server_state": "server"}
-
-
-@record(frozen=True)
-class Suppressed:
-    finding: Finding
-    reason: str
-
-
-@record
-class Result:
-    findings: list[Finding] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    suppressed: list[Suppressed] = field(default_factory=list)
-    #: The ids of the rules run (those of a scope the Evidence has), in order.
-    applied: list[str] = field(default_factory=list)
-    models: int = 0
-    #: ``--configs-only``: the models judged without the model file their backend opens.
-    without_model_files: int = 0
-
-    @property
-    def rules_run(self) -> int:
-        return len(self.applied)
-
-
-def merged(results: Sequence[Result]) -> Result:
-    """One Result of several judged apart (``check REPO REPO ...``), in their order."""
-    total = Result()
-    for result in results:
-        total.findings += result.findings
-        total.skipped += result.skipped
-        total.suppressed += result.suppressed
-        total.applied += result.applied
-        total.models += result.models
-        total.without_model_files += result.without_model_files
-    return total
 
 
 def run(

@@ -85,14 +85,14 @@ class Finding:
         ``/abs/repo``, on any machine, and wherever the field sits in config.pbtxt (no line
         numbers). Text from a snapshot or a server may hold lone surrogates (JSON's
         ``\\ud800``): hashed as they are."""
-        import hashlib  # only where findings are reported
+        from triton_doctor.hashes import algorithm  # only where findings are reported
 
         message = self.message
         if self.root:
             # The root where a path starts (not inside a longer name, nor "." of "../").
             message = re.sub(rf"(?<![\w./-]){re.escape(self.root)}/", "", message)
         identity = self.identity(message).encode("utf-8", "surrogatepass")
-        return hashlib.sha256(identity).hexdigest()[:16]
+        return str(algorithm("sha256")(identity).hexdigest()[:16])
 
     def identity(self, message: str, *about: str) -> str:
         """What makes two findings the same problem: the rule, where it is (model, version,

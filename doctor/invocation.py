@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from triton_doctor.catalogue import all_rules, select_rules
-from triton_doctor.engine import Result
 from triton_doctor.evidence import CheckOptions, Evidence
 from triton_doctor.findings import Severity
 from triton_doctor.records import field, record, replace
 from triton_doctor.registry import Rule
+from triton_doctor.result import Result
 from triton_doctor.result_cache import judged
 from triton_doctor.settings import ModelWaiver, Settings, SettingsError, load_settings
 from triton_doctor.triton import profiles

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 Item = TypeVar("Item")
@@ -69,8 +69,6 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
     jobs = min(jobs, len(items))
     if jobs < 2 or not can_fork():
         return [work(item) for item in items]
-    import pickle
-
     shares = [list(range(start, len(items), jobs)) for start in range(jobs)]
     children = [(_fork(work, [items[i] for i in share], pack), share) for share in shares[1:]]
     mine = shares[0] + [index for child, share in children if child is None for index in share]
@@ -87,7 +85,7 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
             with os.fdopen(reading, "rb") as pipe:
                 payload = pipe.read()
             _, status = os.waitpid(pid, 0)
-            outs = ([unpack(out) for out in pickle.loads(payload)] if status == 0 and payload
+            outs = ([unpack(out) for out in _decoded(payload)] if status == 0 and payload
                     else [work(items[index]) for index in share])
             for index, out in zip(share, outs, strict=True):
                 results[index] = out
@@ -96,9 +94,11 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
     return results
 
 
-def _reap(children: Iterable[tuple[int, int]]) -> None:
+def _reap(children: list[tuple[int, int]]) -> None:
     """End the children not waited for (this process's own share raised), closing their
     pipes."""
+    if not children:
+        return
     import signal  # only after a failure
 
     for pid, reading in children:
@@ -113,8 +113,6 @@ def _fork(work: Callable[[Item], Out], share: list[Item],
           pack: Callable[[Out], Any]) -> tuple[int, int] | None:
     """A child working through ``share``: its pid, and the pipe its results come back on;
     None when no child can be started (out of processes or descriptors)."""
-    import pickle
-
     try:
         reading, writing = os.pipe()
     except OSError:
@@ -131,10 +129,33 @@ def _fork(work: Callable[[Item], Out], share: list[Item],
     code = 1
     try:
         os.close(reading)
-        payload = pickle.dumps([pack(work(item)) for item in share],
-                               protocol=pickle.HIGHEST_PROTOCOL)
+        payload = _encoded([pack(work(item)) for item in share])
         with os.fdopen(writing, "wb") as pipe:
             pipe.write(payload)
         code = 0
     finally:
         os._exit(code)  # never back into the parent's code, nor its exit handlers
+
+
+def _encoded(outs: list[Any]) -> bytes:
+    """A child's results as they go through the pipe: by ``marshal`` when they are plain data
+    (strings, numbers, lists...: no import, as a run of fingerprints only), else pickled."""
+    import marshal
+
+    try:
+        return b"m" + marshal.dumps(outs)
+    except ValueError:  # a record, or a subclass of a plain type: marshal refuses both
+        import pickle
+
+        return b"p" + pickle.dumps(outs, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _decoded(payload: bytes) -> list[Any]:
+    """What ``_encoded`` wrote: this process's own child's, through its own pipe."""
+    if payload[:1] == b"m":
+        import marshal
+
+        return list(marshal.loads(memoryview(payload)[1:]))
+    import pickle
+
+    return list(pickle.loads(memoryview(payload)[1:]))

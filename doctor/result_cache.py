@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from triton_doctor.cache import digest
 from triton_doctor.catalogue import STATIC, all_rules, rules_of
-from triton_doctor.engine import Result, run
 from triton_doctor.evidence import Evidence, EvidenceError, from_jsonable, to_jsonable
 from triton_doctor.registry import Rule
+from triton_doctor.result import Result
 from triton_doctor.settings import ModelWaiver
 
 #: The parts of Evidence read from a live source: judged anew on every run.
@@ -32,7 +32,7 @@ def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[Mo
     cache = repository.cache if repository is not None else None
     if (repository is None or cache is None or repository.fingerprint is None
             or evidence.unavailable or any(getattr(evidence, part) for part in LIVE_PARTS)):
-        return run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs)
+        return _run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs)
     chosen = ["every rule"] if rules is None else [candidate.id for candidate in rules]
     key = digest(repository.fingerprint, repository.path,
                  json.dumps(to_jsonable(evidence.options), sort_keys=True),
@@ -45,11 +45,20 @@ def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[Mo
             result = Result()
         if _consistent(result, rules):
             return result
-    result = run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs)
+    result = _run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs)
     data = to_jsonable(result)
     if _survives(result, data):
         cache.keep_result(key, data)
     return result
+
+
+def _run(evidence: Evidence, rules: Sequence[Rule], waived: Sequence[ModelWaiver],
+         waiver_source: str, jobs: int | None) -> Result:
+    """``engine.run``, imported when a Result must be judged: one the cache answers loads
+    neither the engine nor the views and schema it judges with."""
+    from triton_doctor.engine import run
+
+    return run(evidence, rules, waived, waiver_source, jobs)
 
 
 def _consistent(result: Result, rules: Sequence[Rule] | None) -> bool:

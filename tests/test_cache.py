@@ -234,10 +234,36 @@ def test_work_shared_out_comes_back_in_order_and_a_failure_is_raised_here() -> N
         "except ZeroDivisionError:\n"
         "    print('raised here')\n"
     )
+    assert _printed(script) == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]", "[0, 1, 2, 3, 4, 5]",
+                                "raised here"]
+
+
+def test_results_come_back_as_they_were_made_whichever_way_they_travel() -> None:
+    """Plain data goes through the pipe by marshal, anything else pickled: both come back
+    equal, types included (a str subclass is no str, a tuple no list)."""
+    script = (
+        "import enum, sys\n"
+        "from triton_doctor.parallel import map_apart\n"
+        "from triton_doctor.findings import Skipped\n"
+        "class Kind(str, enum.Enum):\n"
+        "    A = 'a'\n"
+        "plain = lambda n: (str(n), None, [n, 1.5], {'k': (n,)})\n"
+        "made = lambda n: [Skipped('TD1', str(n), 'why'), Kind.A]\n"
+        "for work in (plain, made):\n"
+        "    here = [work(n) for n in range(6)]\n"
+        "    apart = map_apart(work, list(range(6)), 2)\n"
+        "    assert apart == here and [type(x[1]) for x in apart] == [type(x[1]) for x in here]\n"
+        "    print('pickle' in sys.modules)\n"
+    )
+    assert _printed(script) == ["False", "True"]
+
+
+def _printed(script: str) -> list[str]:
+    """The lines ``script`` prints, run in a process of its own (pytest's may have threads,
+    and then nothing forks)."""
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=60, check=True)
-    assert proc.stdout.splitlines() == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]",
-                                        "[0, 1, 2, 3, 4, 5]", "raised here"]
+    return proc.stdout.splitlines()
 
 
 def test_the_cache_never_touches_what_is_not_its_own(tmp_path: Path, mixed: Path) -> None:

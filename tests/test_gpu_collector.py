@@ -374,8 +374,8 @@ def test_device_memory_is_shown_with_its_reserve(monkeypatch: pytest.MonkeyPatch
 
 def _overview_memory(evidence: GpuEvidence) -> list[str]:
     """The overview's memory gauge and size cells of the first GPU, as text."""
-    from triton_doctor.engine import Result
     from triton_doctor.evidence import Evidence
+    from triton_doctor.result import Result
     from triton_doctor.tui.overview import gpu_rows
     from triton_doctor.tui.state import Frame, History
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from triton_doctor.engine import Result
 from triton_doctor.findings import Finding, Location, Severity
 from triton_doctor.report import text
+from triton_doctor.result import Result
 
 from tests.helpers import GOOD_CONFIG, run_cli, write_model
 

@@ -28,10 +28,11 @@ from triton_doctor import snapshot
 from triton_doctor.catalogue import all_rules
 from triton_doctor.checks.collect import collect
 from triton_doctor.cli import build_parser
-from triton_doctor.engine import Result, run
+from triton_doctor.engine import run
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.invocation import Invocation
 from triton_doctor.registry import Rule
+from triton_doctor.result import Result
 
 from tests.pinned_findings import NAME, assert_pinned, render
 

@@ -21,10 +21,10 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
 from triton_doctor.records import field, record, replace
 from triton_doctor.registry import RULES, Rule
+from triton_doctor.result import Result
 
 #: The Evidence parts whose availability is served, in this order: ``source`` label -> part.
 SOURCES = {part: part for part in ("server", "metrics", "gpu", "container", "host", "log")}

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from triton_doctor import __version__
-from triton_doctor.engine import Result
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.printable import json_printable
+from triton_doctor.result import Result
 
 REPORT_SCHEMA = "triton-doctor/report/v1"
 #: A repository's path (None for a run without one: a server, a snapshot) and its Result.

@@ -12,9 +12,9 @@ from __future__ import annotations
 import functools
 import os
 
-from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence, ModelDir
 from triton_doctor.findings import Finding
+from triton_doctor.result import Result
 
 #: One repository of a ``check`` (or a run without one) and its Result.
 Part = tuple[Evidence, Result]

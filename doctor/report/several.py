@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from triton_doctor.engine import merged
 from triton_doctor.findings import Severity
 from triton_doctor.printable import printable
 from triton_doctor.report import text
 from triton_doctor.report.json_report import Part
+from triton_doctor.result import merged
 
 
 def render(parts: Sequence[Part], colour: bool = False, settings: str | None = None,

@@ -14,10 +14,10 @@ from __future__ import annotations
 import textwrap
 from itertools import groupby
 
-from triton_doctor.engine import Result
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.printable import printable
 from triton_doctor.report.json_report import summary
+from triton_doctor.result import Result
 
 WIDTH = 100
 INDENT = " " * 10

@@ -8,20 +8,16 @@ itself only needs protobuf: its serialized descriptor is read from the file (see
 
 from __future__ import annotations
 
+import _thread
 import importlib.util
 import os
 import re
-import threading
 from functools import cache
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from triton_doctor.evidence import ConfigFile, SyntaxProblem
-from triton_doctor.triton import config_reader
-
-
-class SchemaUnavailable(RuntimeError):
-    """tritonclient (which carries the ModelConfig schema) is not installed."""
+from triton_doctor.triton import SchemaUnavailable, config_reader
 
 
 def schema() -> Any:
@@ -37,7 +33,7 @@ def schema() -> Any:
         return _schema()
 
 
-_BUILDING = threading.Lock()
+_BUILDING = _thread.allocate_lock()  # threading's Lock, without importing threading
 
 
 @cache

@@ -16,12 +16,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Footer, Label, Static
 from triton_doctor.catalogue import find_rule
-from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence, FleetEvidence, FleetReplica, FleetTarget
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.invocation import Invocation
 from triton_doctor.printable import printable
 from triton_doctor.records import field, record
+from triton_doctor.result import Result
 from triton_doctor.triton.fleet_model import FleetView
 from triton_doctor.tui.app import WatchApp
 from triton_doctor.tui.overview import OverviewScreen

@@ -6,9 +6,9 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
 from triton_doctor.invocation import Invocation
+from triton_doctor.result import Result
 from triton_doctor.tui.sources import Source
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence
 from triton_doctor.records import record
+from triton_doctor.result import Result
 from triton_doctor.tui.state import Frame, frame_time
 
 

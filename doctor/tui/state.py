@@ -12,10 +12,10 @@ from collections import deque
 from datetime import datetime
 from functools import cached_property
 
-from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence, ServerEvidence, ServerModel
 from triton_doctor.findings import Finding, Severity
 from triton_doctor.records import field, record
+from triton_doctor.result import Result
 from triton_doctor.triton.server_model import LiveView
 
 #: Points kept per sparkline: two minutes at the default one-second interval.

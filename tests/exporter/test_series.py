@@ -7,10 +7,10 @@ import tracemalloc
 
 from prometheus_client import CollectorRegistry, generate_latest
 from triton_doctor.catalogue import all_rules, find_rule
-from triton_doctor.engine import Result
 from triton_doctor.evidence import Evidence, HostEvidence
 from triton_doctor.exporter.series import Ledger, judged, outcomes
 from triton_doctor.findings import Finding, Location, Severity, Skipped
+from triton_doctor.result import Result
 
 from tests.monitoring_harness import series
 

@@ -16,10 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from triton_doctor import snapshot
 from triton_doctor.catalogue import all_rules
-from triton_doctor.engine import Result, run
+from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
 from triton_doctor.findings import Finding, Location, Severity
 from triton_doctor.report import text
+from triton_doctor.result import Result
 
 from tests.helpers import GOOD_CONFIG, ROOT, run_cli, tree_state, write_model
 

@@ -14,8 +14,9 @@ from rich.text import Text
 from textual.widgets import DataTable, Static
 from triton_doctor import snapshot
 from triton_doctor.catalogue import all_rules
-from triton_doctor.engine import Result, run
+from triton_doctor.engine import run
 from triton_doctor.evidence import Evidence
+from triton_doctor.result import Result
 from triton_doctor.tui.app import WatchApp
 from triton_doctor.tui.sources import Source
 from triton_doctor.tui.state import Frame
