@@ -14,9 +14,11 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from triton_doctor.checks.model_fingerprint import SETTLE_NS
 
 from tests.helpers import DEMO
 
@@ -115,6 +117,23 @@ def test_a_subcommand_imports_within_its_budget(command: str, one_model: Path,
     assert not unwanted, f"{command} imports {unwanted}"
     added = [m for m in dict.fromkeys(modules) if m not in interpreter_start]
     assert len(added) <= cap, f"{command} imports {len(added)} modules (budget {cap}): {added}"
+
+
+#: What a re-run answered by the cache never needs: judging, reading models, OpenSSL's hashes
+#: (hashlib), pickling.
+ANSWERED = ("triton_doctor.engine", "triton_doctor.triton.repository_model",
+            "triton_doctor.triton.model_config", "triton_doctor.checks.model_dir", "hashlib",
+            "pickle", "threading")
+
+
+def test_a_rerun_answered_by_the_cache_imports_no_judging(one_model: Path,
+                                                          tmp_path: Path) -> None:
+    time.sleep(SETTLE_NS / 1e9 + 0.2)  # files younger than this are not cached
+    args = ["-m", "triton_doctor", "check", str(one_model), "--format", "json", "--exit-zero"]
+    first, _ = _imports(args, tmp_path)
+    again, proc = _imports(args, tmp_path)
+    assert "triton_doctor.engine" in first and json.loads(proc.stdout)["summary"]["models"] == 1
+    assert [m for m in again if m in ANSWERED] == []
 
 
 def test_the_budget_sees_a_forbidden_import(tmp_path: Path) -> None:
