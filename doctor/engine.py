@@ -118,8 +118,9 @@ def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryVie
                 jobs: int | None) -> None:
     """Repository rules once; model rules on each model, skipped (with the reason) where what
     they need is missing, and not called where their ``when`` says they cannot apply. The
-    models are judged by ``jobs`` processes (``parallel.processes``); what each gives is put
-    back in the order one process gives it: rule by rule, model by model."""
+    models are judged by ``jobs`` processes (``parallel.processes``), the repository rules by
+    this one meanwhile; what each gives is put back in the order one process gives it: rule by
+    rule, model by model."""
     models = repository.models
     result.models = len(models)
     if repository.options.configs_only:
@@ -128,21 +129,25 @@ def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryVie
     kinds: dict[tuple[tuple[str, ...], frozenset[str]], list[int]] = {}
     for turn, candidate in enumerate(model_rules):
         kinds.setdefault((candidate.needs, candidate.when), []).append(turn)
+    whole: dict[int, tuple[list[Skipped], list[Finding]]] = {}
+
+    def judge_repository() -> None:  # in this process, while the others take models
+        for place, candidate in enumerate(rules):
+            if candidate.scope == "repository":
+                whole[place] = _judged(candidate, None, repository)
+
     judged = map_apart(functools.partial(_judge_model, model_rules, kinds, repository),
-                       range(len(models)), processes(jobs, len(models)))
+                       range(len(models)), processes(jobs, len(models)),
+                       meanwhile=judge_repository)
     by_rule: dict[int, list[tuple[list[Skipped], list[Finding]]]] = {}
     for of_model in judged:  # models in order, so each rule's list is too
         for turn, given in of_model.items():
             by_rule.setdefault(turn, []).append(given)
-    turn = 0
-    for candidate in rules:
-        if candidate.scope == "repository":
-            _judge(result, candidate, None, repository)
-            continue
-        for skipped, found in by_rule.get(turn, ()):
+    turns = iter(range(len(model_rules)))
+    for place in range(len(rules)):
+        for skipped, found in [whole[place]] if place in whole else by_rule.get(next(turns), []):
             result.skipped += skipped
             result.findings += found
-        turn += 1
 
 
 #: What model rules gave one model: by the rule's place in the list, its skips and findings.

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 Item = TypeVar("Item")
@@ -62,40 +62,93 @@ def _same(value: Any) -> Any:
 
 def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
               pack: Callable[[Out], Any] = _same,
-              unpack: Callable[[Any], Out] = _same) -> list[Out]:
+              unpack: Callable[[Any], Out] = _same,
+              meanwhile: Callable[[], None] | None = None) -> list[Out]:
     """``[work(item) for item in items]``, shared out to ``jobs`` processes (this one
     included); ``pack`` makes a result picklable in the child, ``unpack`` restores it here.
-    A share whose child cannot be started or fails is worked through here."""
+
+    The items are handed out in small runs as each process asks for the next (a pipe of
+    tickets), so that a process that is slowed down, or this one while it runs ``meanwhile``
+    (work of its own, run before it takes a run), takes fewer. A child that cannot be started
+    or fails has its runs worked through here."""
     jobs = min(jobs, len(items))
-    if jobs < 2 or not can_fork():
+    runs = _runs(len(items), jobs) if jobs >= 2 and can_fork() else []
+    tickets = _tickets(len(runs)) if runs else None
+    if tickets is None:
+        if meanwhile is not None:
+            meanwhile()
         return [work(item) for item in items]
-    shares = [list(range(start, len(items), jobs)) for start in range(jobs)]
-    children = [(_fork(work, [items[i] for i in share], pack), share) for share in shares[1:]]
-    mine = shares[0] + [index for child, share in children if child is None for index in share]
+    children = [child for child in (_fork(work, items, runs, tickets, pack)
+                                    for _ in range(jobs - 1)) if child is not None]
     results: list[Any] = [None] * len(items)
-    running = [child for child, _ in children if child is not None]
+    done = [False] * len(runs)
     try:
-        for index in mine:
-            results[index] = work(items[index])
-        for child, share in children:
-            if child is None:
-                continue
-            pid, reading = child
-            running.remove(child)
+        if meanwhile is not None:
+            meanwhile()
+        for number in _taken(tickets):
+            results[slice(*runs[number])] = [work(item) for item in items[slice(*runs[number])]]
+            done[number] = True
+        while children:
+            pid, reading = children[0]
             with os.fdopen(reading, "rb") as pipe:
                 payload = pipe.read()
+            children.pop(0)
             _, status = os.waitpid(pid, 0)
-            outs = ([unpack(out) for out in _decoded(payload)] if status == 0 and payload
-                    else [work(items[index]) for index in share])
-            for index, out in zip(share, outs, strict=True):
-                results[index] = out
+            for number, outs in _decoded(payload) if status == 0 and payload else ():
+                results[slice(*runs[number])] = [unpack(out) for out in outs]
+                done[number] = True
+        for number, (begin, stop) in enumerate(runs):  # a child's that failed
+            if not done[number]:
+                results[begin:stop] = [work(item) for item in items[begin:stop]]
     finally:
-        _reap(running)
+        os.close(tickets)
+        _reap(children)
     return results
 
 
+#: Runs of items per process: enough that the last run taken leaves little imbalance.
+RUNS_PER_PROCESS = 24
+#: The most runs: their tickets must fit in one write to an empty pipe (4 bytes each).
+MAX_RUNS = 1024
+
+
+def _runs(count: int, jobs: int) -> list[tuple[int, int]]:
+    """``range(count)`` cut into consecutive (start, stop) runs, about RUNS_PER_PROCESS for
+    each of ``jobs`` processes, at most MAX_RUNS."""
+    size = max(1, -(-count // min(jobs * RUNS_PER_PROCESS, MAX_RUNS)))
+    return [(start, min(start + size, count)) for start in range(0, count, size)]
+
+
+def _tickets(count: int) -> int | None:
+    """A pipe holding the numbers ``0 .. count-1``, 4 bytes each, its writing end closed: the
+    descriptor to read them from, shared by every process forked after; None when no pipe can
+    be made, or it could not hold them all."""
+    try:
+        reading, writing = os.pipe()
+    except OSError:
+        return None
+    try:
+        data = b"".join(number.to_bytes(4, "big") for number in range(count))
+        written = os.write(writing, data)
+    except OSError:
+        written = 0
+    finally:
+        os.close(writing)
+    if written != count * 4:
+        os.close(reading)
+        return None
+    return reading
+
+
+def _taken(tickets: int) -> Iterator[int]:
+    """The runs this process takes, one at a time, until none is left. Every ticket is 4 bytes
+    and a pipe's read is atomic, so no two processes take the same run."""
+    while ticket := os.read(tickets, 4):
+        yield int.from_bytes(ticket, "big")
+
+
 def _reap(children: list[tuple[int, int]]) -> None:
-    """End the children not waited for (this process's own share raised), closing their
+    """End the children not waited for (this process's own work raised), closing their
     pipes."""
     if not children:
         return
@@ -109,10 +162,11 @@ def _reap(children: list[tuple[int, int]]) -> None:
             os.waitpid(pid, 0)
 
 
-def _fork(work: Callable[[Item], Out], share: list[Item],
-          pack: Callable[[Out], Any]) -> tuple[int, int] | None:
-    """A child working through ``share``: its pid, and the pipe its results come back on;
-    None when no child can be started (out of processes or descriptors)."""
+def _fork(work: Callable[[Item], Out], items: Sequence[Item], runs: list[tuple[int, int]],
+          tickets: int, pack: Callable[[Out], Any]) -> tuple[int, int] | None:
+    """A child working through the runs it takes from ``tickets``: its pid, and the pipe its
+    results come back on, by run; None when no child can be started (out of processes or
+    descriptors)."""
     try:
         reading, writing = os.pipe()
     except OSError:
@@ -129,9 +183,10 @@ def _fork(work: Callable[[Item], Out], share: list[Item],
     code = 1
     try:
         os.close(reading)
-        payload = _encoded([pack(work(item)) for item in share])
+        outs = [(number, [pack(work(item)) for item in items[slice(*runs[number])]])
+                for number in _taken(tickets)]
         with os.fdopen(writing, "wb") as pipe:
-            pipe.write(payload)
+            pipe.write(_encoded(outs))
         code = 0
     finally:
         os._exit(code)  # never back into the parent's code, nor its exit handlers

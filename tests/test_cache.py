@@ -67,8 +67,8 @@ def test_every_way_of_reading_gives_the_same_report(tmp_path: Path, mixed: Path)
     _same_everywhere(runs)
     for form in ("json", "text", "sarif"):
         assert runs[f"{mixed}|{form}|one process"]["read"] == 100
-        assert runs[f"{mixed}|{form}|two processes"]["read"] == 50  # the other half: the child
-        assert runs[f"{mixed}|{form}|cache written by two processes"]["read"] == 50
+        assert runs[f"{mixed}|{form}|two processes"]["read"] <= 100  # the rest: the child
+        assert runs[f"{mixed}|{form}|cache written by two processes"]["read"] <= 100
         for path in (mixed, DEMO):
             assert runs[f"{path}|{form}|cache read"]["read"] == 0
             assert runs[f"{path}|{form}|cache read, written by two"]["read"] == 0
@@ -236,6 +236,26 @@ def test_work_shared_out_comes_back_in_order_and_a_failure_is_raised_here() -> N
     )
     assert _printed(script) == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]", "[0, 1, 2, 3, 4, 5]",
                                 "raised here"]
+
+
+def test_a_process_busy_with_its_own_work_takes_fewer_items() -> None:
+    """Items are taken as each process asks: while this one sleeps through ``meanwhile``, the
+    child takes the runs (every item sleeps too, so the two need no CPU to show it)."""
+    script = (
+        "import os, time\n"
+        "from triton_doctor.parallel import map_apart\n"
+        "def work(n):\n"
+        "    time.sleep(0.005)\n"
+        "    return os.getpid()\n"
+        "pids = map_apart(work, list(range(48)), 2, meanwhile=lambda: time.sleep(0.5))\n"
+        "print(len(pids), pids.count(os.getpid()))\n"
+        "pids = map_apart(work, list(range(48)), 2)\n"
+        "print(len(pids), len(set(pids)))\n"
+    )
+    busy, shared = (line.split() for line in _printed(script))
+    total, here = map(int, busy)
+    assert total == 48 and here < 12
+    assert shared == ["48", "2"]
 
 
 def test_results_come_back_as_they_were_made_whichever_way_they_travel() -> None:
