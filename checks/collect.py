@@ -16,6 +16,8 @@ from triton_doctor.checks.urls import hide_credentials, metrics_endpoint, promet
 from triton_doctor.evidence import Evidence, RepositoryEvidence
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from triton_doctor.checks.live import LiveRequest
     from triton_doctor.invocation import Invocation, Sources
     from triton_doctor.live_evidence import FleetEvidence, LogEvidence
@@ -33,15 +35,17 @@ def server_address(url: str) -> str:
     return normalize_url(hide_credentials(url))[0]
 
 
-def collect(invocation: Invocation, *, live: bool = True) -> Evidence:
+def collect(invocation: Invocation, *, live: bool = True,
+            meanwhile: Callable[[], None] | None = None) -> Evidence:
     """A snapshot, or the repository and the server (read here unless not ``live``: ``watch``
-    polls it with a LivePoller), each with the target it is judged for."""
+    polls it with a LivePoller), each with the target it is judged for. ``meanwhile``: work of
+    the caller's, done by this process while others read the repository's models."""
     sources = invocation.sources
     if sources.snapshot:
         evidence = snapshot.read(sources.snapshot)
         evidence.options = invocation.options_for_snapshot(evidence.options)
         return evidence
-    evidence = Evidence(repository=_repository(invocation))
+    evidence = Evidence(repository=_repository(invocation, meanwhile))
     if (evidence.repository is not None and not evidence.repository.has_models
             and not (sources.url or sources.log or sources.fleet)):
         # Nothing to check: a report of no findings would pass for a clean repository.
@@ -130,12 +134,14 @@ class FleetPoller:
         return evidence
 
 
-def _repository(invocation: Invocation) -> RepositoryEvidence | None:
+def _repository(invocation: Invocation,
+                meanwhile: Callable[[], None] | None = None) -> RepositoryEvidence | None:
     sources = invocation.sources
     if not sources.repository:
         return None
     return collect_repository(sources.repository, sources.model_config_name,
-                              cache_dir=sources.cache_dir, jobs=sources.jobs)
+                              cache_dir=sources.cache_dir, jobs=sources.jobs,
+                              meanwhile=meanwhile)
 
 
 def _log(sources: Sources) -> LogEvidence:

@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +34,16 @@ class TargetError(Exception):
 
 
 def collect_repository(path: str | Path, config_name: str | None = None, *,
-                       cache_dir: str | None = None, jobs: int | None = 1) -> RepositoryEvidence:
+                       cache_dir: str | None = None, jobs: int | None = 1,
+                       meanwhile: Callable[[], None] | None = None) -> RepositoryEvidence:
     """Every model directory of the repository at ``path``.
 
     ``config_name`` mirrors tritonserver --model-config-name: a model's
     ``configs/<config_name>.pbtxt`` is read instead of config.pbtxt when it exists. With a
     ``cache_dir``, a model whose directory is unchanged since a run recorded it is taken from
     the cache (triton_doctor.cache); the others are read by ``jobs`` processes (None: as
-    ``parallel.processes`` decides). The evidence is the same whichever way it was read.
+    ``parallel.processes`` decides), this one running ``meanwhile`` (work of the caller's,
+    done only if models are read). The evidence is the same whichever way it was read.
     """
     root = Path(path)
     shown = display_name(str(root))
@@ -57,7 +60,7 @@ def collect_repository(path: str | Path, config_name: str | None = None, *,
         raise TargetError(f"{shown}: cannot read the repository: {describe(error)}") from None
     real_root = os.path.realpath(root)
     read = functools.partial(_read_models, entries, config_name=config_name,
-                             real_root=real_root, jobs=jobs)
+                             real_root=real_root, jobs=jobs, meanwhile=meanwhile)
     if not cache_dir:
         return RepositoryEvidence(shown, read()[0])
     cache = RepositoryCache(cache_dir, f"{shown}\0{real_root}\0{config_name or ''}")
@@ -107,7 +110,7 @@ Read = tuple[ModelDir | None, str | None, str | None]
 
 def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None] | None = None,
                  cache: RepositoryCache | None = None, *, config_name: str | None,
-                 real_root: str, jobs: int | None,
+                 real_root: str, jobs: int | None, meanwhile: Callable[[], None] | None,
                  fingerprint_at: int | None = None) -> tuple[list[ModelDir], list[str | None]]:
     """The models of ``entries``, and their keys: from the cache where it holds one under the
     entry's key, else read (and kept in the cache under that key). Without ``keys``, a cached
@@ -120,7 +123,7 @@ def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None] | None 
         work = functools.partial(_read_one, config_name=config_name, real_root=real_root,
                                  fingerprint_at=fingerprint_at, kept=cache is not None)
         read = map_apart(work, [(entries[index], keys[index]) for index in missing],
-                         processes(jobs, len(missing)), _portable, _restored)
+                         processes(jobs, len(missing)), _portable, _restored, meanwhile)
         for index, (model, key, text) in zip(missing, read, strict=True):
             found[index], keys[index] = model, key
             if cache and key and text is not None:

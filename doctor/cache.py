@@ -124,6 +124,7 @@ class RepositoryCache:
         #: Each model kept: its entry as read from the file, or as JSON text when read now.
         self._models: dict[str, Any] = {}
         self._models_changed = False
+        self._models_saved: bool | None = None  # not yet written
         #: The fingerprint of the repository whose every model this run read or kept (set by
         #: the collector); None when some model could not be cached.
         self.complete: str | None = None
@@ -180,24 +181,42 @@ class RepositoryCache:
         recorded stay (another choice of rules may come back). Best effort: a cache that cannot
         be written is no error."""
         models_read = self._old_models is not None or self._models_changed
-        write_models = self._models_changed or (
-            models_read and set(self._old_models or ()) != set(self._models))
         complete = self.complete if models_read else self._recorded_complete
         others = [entry for entry in self._old_results
                   if isinstance(entry, dict) and entry not in self._results]
         results = (self._results + others)[:KEPT_RESULTS]
-        if not (write_models or complete != self._recorded_complete
+        if not (self._models_differ() or complete != self._recorded_complete
                 or results != self._old_results[:KEPT_RESULTS]):
+            return
+        if not self.save_models():  # first: the index must never name models not yet written
             return
         try:
             os.makedirs(self._directory, mode=0o700, exist_ok=True)
-            if write_models:  # first: the index must never name models not yet written
-                self._write(self._models_path, "models", self._models_text())
             self._write(self._index_path, "complete", _dumps(complete),
                         results=_dumps(results))
             _prune(self._directory)
         except (OSError, ValueError):
             return
+
+    def save_models(self) -> bool:
+        """Write the models file, once, if this run changed what it holds; whether it is
+        written as the index may name it (False: writing failed). ``save`` calls it first; a
+        run calls it earlier, while other processes judge the models."""
+        if self._models_saved is None:
+            try:
+                if self._models_differ():
+                    os.makedirs(self._directory, mode=0o700, exist_ok=True)
+                    self._write(self._models_path, "models", self._models_text())
+                self._models_saved = True
+            except (OSError, ValueError):
+                self._models_saved = False
+        return self._models_saved
+
+    def _models_differ(self) -> bool:
+        """Whether the models file should change: a model was read, or one recorded was not
+        used."""
+        return self._models_changed or (
+            self._old_models is not None and set(self._old_models) != set(self._models))
 
     def _models_text(self) -> str:
         """The models kept, as JSON: a model read this run as the text its reading process made

@@ -4,10 +4,11 @@ at or above it, 2 a usage error or unreadable target, 3 a live source out of rea
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from triton_doctor.catalogue import all_rules, describe, find_rule
@@ -16,6 +17,7 @@ from triton_doctor.findings import Severity
 from triton_doctor.invocation import Invocation, Output
 from triton_doctor.printable import display_name, printable
 from triton_doctor.result import Result, merged
+from triton_doctor.result_cache import prepare
 from triton_doctor.safe_files import write_file
 
 if TYPE_CHECKING:
@@ -38,14 +40,16 @@ class _Stop(Exception):
         self.code = code
 
 
-def _collected(invocation: Invocation, live: bool = True) -> Evidence:
+def _collected(invocation: Invocation, live: bool = True,
+               meanwhile: Callable[[], None] | None = None) -> Evidence:
     """The Evidence the invocation asks for (the server left out unless ``live``); a target that
     cannot be read (exit 2) is said and raised as _Stop. A live source out of reach is said
-    here and stays in the Evidence (``unreachable``), reported with the rest."""
+    here and stays in the Evidence (``unreachable``), reported with the rest. ``meanwhile``:
+    work of this process's, done while others read the models."""
     from triton_doctor.checks import collect
 
     try:
-        evidence = collect.collect(invocation, live=live)
+        evidence = collect.collect(invocation, live=live, meanwhile=meanwhile)
     except (ValueError, collect.TargetError) as error:  # SnapshotError, UsageError too
         say(error)
         raise _Stop(EXIT_USAGE) from None
@@ -64,7 +68,9 @@ def check(invocation: Invocation) -> int:
     """Each repository is collected and judged on its own (``per_repository``), and the
     Results merged into one report."""
     try:
-        judged = [(one, _collected(one)) for one in invocation.per_repository()]
+        # While other processes read the models, this one imports what judging them takes.
+        judged = [(one, _collected(one, meanwhile=functools.partial(prepare, one.chosen_rules)))
+                  for one in invocation.per_repository()]
     except _Stop as stop:
         return stop.code
     output = invocation.output

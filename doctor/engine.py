@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from triton_doctor.evidence import Evidence
@@ -29,9 +29,11 @@ def run(
     waived: Sequence[ModelWaiver] = (),
     waiver_source: str = "settings",
     jobs: int | None = 1,
+    meanwhile: Callable[[], object] | None = None,
 ) -> Result:
     """Judge the Evidence with ``rules``; ``waived`` are the settings file's waivers; a
-    repository's models are judged by ``jobs`` processes (None: ``parallel.processes``)."""
+    repository's models are judged by ``jobs`` processes (None: ``parallel.processes``), while
+    this one judges the repository rules and does ``meanwhile`` (the caller's)."""
     live = [r for r in rules if r.scope == "live"]
     log = [r for r in rules if r.scope == "log"]
     fleet = [r for r in rules if r.scope == "fleet"]
@@ -45,7 +47,7 @@ def run(
     repository = None
     if evidence.repository is not None:
         repository = RepositoryView(evidence.repository, evidence.options)
-        _run_static(result, static, repository, jobs)
+        _run_static(result, static, repository, jobs, meanwhile)
     if asked_fleet:
         _run_fleet(result, live, fleet, evidence, list(result.findings))
     elif asked_live or asked_log:
@@ -115,7 +117,7 @@ def _run_fleet(result: Result, live: Sequence[Rule], fleet: Sequence[Rule], evid
 
 
 def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryView,
-                jobs: int | None) -> None:
+                jobs: int | None, meanwhile: Callable[[], object] | None) -> None:
     """Repository rules once; model rules on each model, skipped (with the reason) where what
     they need is missing, and not called where their ``when`` says they cannot apply. The
     models are judged by ``jobs`` processes (``parallel.processes``), the repository rules by
@@ -135,6 +137,8 @@ def _run_static(result: Result, rules: Sequence[Rule], repository: RepositoryVie
         for place, candidate in enumerate(rules):
             if candidate.scope == "repository":
                 whole[place] = _judged(candidate, None, repository)
+        if meanwhile is not None:
+            meanwhile()
 
     judged = map_apart(functools.partial(_judge_model, model_rules, kinds, repository),
                        range(len(models)), processes(jobs, len(models)),

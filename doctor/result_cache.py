@@ -10,7 +10,7 @@ prints, byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from triton_doctor.cache import digest
 from triton_doctor.catalogue import STATIC, all_rules, rules_of
@@ -45,20 +45,33 @@ def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[Mo
             result = Result()
         if _consistent(result, rules):
             return result
-    result = _run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs)
+    result = _run(evidence, _or_all(rules, evidence), waived, waiver_source, jobs,
+                  cache.save_models)
     data = to_jsonable(result)
     if _survives(result, data):
         cache.keep_result(key, data)
     return result
 
 
+def prepare(rules: Sequence[Rule] | None) -> None:
+    """Import what judging needs (the engine and, unless ``rules`` are chosen, the static
+    rules): called while other processes read the models, as imports here would cost the run
+    its time after reading."""
+    from triton_doctor import engine  # noqa: F401  (imported for what judging takes from it)
+
+    if rules is None:
+        rules_of(STATIC)
+
+
 def _run(evidence: Evidence, rules: Sequence[Rule], waived: Sequence[ModelWaiver],
-         waiver_source: str, jobs: int | None) -> Result:
-    """``engine.run``, imported when a Result must be judged: one the cache answers loads
-    neither the engine nor the views and schema it judges with."""
+         waiver_source: str, jobs: int | None,
+         meanwhile: Callable[[], object] | None = None) -> Result:
+    """``engine.run`` (with ``meanwhile``: here, the cache's models written while the models
+    are judged), imported when a Result must be judged: one the cache answers loads neither
+    the engine nor the views and schema it judges with."""
     from triton_doctor.engine import run
 
-    return run(evidence, rules, waived, waiver_source, jobs)
+    return run(evidence, rules, waived, waiver_source, jobs, meanwhile)
 
 
 def _consistent(result: Result, rules: Sequence[Rule] | None) -> bool:
