@@ -66,7 +66,8 @@ def digest(*parts: str) -> str:
 def tool_stamp() -> str:
     """This build of the tool: Python's and protobuf's versions, and the size and mtime of every
     source file of the package and of the ModelConfig schema it parses with (a release, an edit
-    of a checkout or another tritonclient all change it)."""
+    of a checkout or another tritonclient all change it). Worked out when a cache file is first
+    read or written: a first run, which finds none to read, does it while others judge."""
     from importlib.util import find_spec
 
     import google.protobuf
@@ -113,7 +114,6 @@ class RepositoryCache:
         self._directory = os.path.join(directory, f"v{FORMAT}")
         base = os.path.join(self._directory, digest(identity, str(_user())))
         self._index_path, self._models_path = f"{base}.json", f"{base}.models.json"
-        self._tool = tool_stamp()
         index = self._read(self._index_path, MAX_INDEX_BYTES)
         complete = index.get("complete")
         self._recorded_complete = complete if isinstance(complete, str) else None
@@ -136,7 +136,7 @@ class RepositoryCache:
             data = json.loads(read_file(path, cap))
         except (OSError, ValueError, RecursionError, MemoryError):  # FileTooLarge: OSError
             return {}
-        if not isinstance(data, dict) or data.get("tool") != self._tool:
+        if not isinstance(data, dict) or data.get("tool") != tool_stamp():
             return {}
         return data
 
@@ -229,7 +229,7 @@ class RepositoryCache:
         """Write the document ``{"format", "tool", name: text, **more}`` (values as JSON text)
         to a temporary file and rename it onto ``path`` itself: whatever stood there (a link
         planted in a shared or restored cache) is replaced, never written through."""
-        members = {"format": str(FORMAT), "tool": _dumps(self._tool), name: text, **more}
+        members = {"format": str(FORMAT), "tool": _dumps(tool_stamp()), name: text, **more}
         document = "{" + ",".join(f"{_dumps(key)}:{value}" for key, value in members.items()) + "}"
         handle, temporary = _new_part(self._directory)
         try:

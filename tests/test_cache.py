@@ -260,9 +260,10 @@ def test_a_process_busy_with_its_own_work_takes_fewer_items() -> None:
 
 def test_results_come_back_as_they_were_made_whichever_way_they_travel() -> None:
     """Plain data goes through the pipe by marshal, anything else pickled: both come back
-    equal, types included (a str subclass is no str, a tuple no list)."""
+    equal, types included (a str subclass is no str, a tuple no list). This process sleeps
+    while the child takes the items."""
     script = (
-        "import enum, sys\n"
+        "import enum, sys, time\n"
         "from triton_doctor.parallel import map_apart\n"
         "from triton_doctor.findings import Skipped\n"
         "class Kind(str, enum.Enum):\n"
@@ -271,7 +272,7 @@ def test_results_come_back_as_they_were_made_whichever_way_they_travel() -> None
         "made = lambda n: [Skipped('TD1', str(n), 'why'), Kind.A]\n"
         "for work in (plain, made):\n"
         "    here = [work(n) for n in range(6)]\n"
-        "    apart = map_apart(work, list(range(6)), 2)\n"
+        "    apart = map_apart(work, list(range(6)), 2, meanwhile=lambda: time.sleep(0.3))\n"
         "    assert apart == here and [type(x[1]) for x in apart] == [type(x[1]) for x in here]\n"
         "    print('pickle' in sys.modules)\n"
     )
