@@ -2,10 +2,13 @@
 processes.
 
 A fork starts in a millisecond with everything imported. Spawning a fresh interpreter would
-pay the start-up that a check is measured by. Each child reads its share and sends the results
-back through a pipe, pickled: only this process's own objects go through it, never bytes of the
-repository. A child that fails has its share read again here, so a fault shows up as it would
-in a single process. The results come back in the order of ``items``.
+pay the start-up that a check is measured by. Every process, this one included, takes runs of
+items from a pipe of tickets until none is left; a child sends each run's results back through
+a pipe of its own as it finishes it (marshalled or pickled: only this process's own objects go
+through it, never bytes of the repository), and this one takes them in between its own runs,
+so that little is left to receive once the last run is done. A run a child does not send back
+(it failed) is worked through here, so a fault shows up as it would in a single process. The
+results come back in the order of ``items``.
 """
 
 from __future__ import annotations
@@ -82,21 +85,27 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
                                     for _ in range(jobs - 1)) if child is not None]
     results: list[Any] = [None] * len(items)
     done = [False] * len(runs)
+    inboxes = {reading: bytearray() for _, reading in children}
+
+    def store(reading: int, wait: bool) -> None:
+        for number, outs in _received(reading, inboxes[reading], wait):
+            results[slice(*runs[number])] = [unpack(out) for out in outs]
+            done[number] = True
+
     try:
         if meanwhile is not None:
             meanwhile()
         for number in _taken(tickets):
             results[slice(*runs[number])] = [work(item) for item in items[slice(*runs[number])]]
             done[number] = True
+            for _, reading in children:  # what the children finished meanwhile
+                store(reading, wait=False)
         while children:
             pid, reading = children[0]
-            with os.fdopen(reading, "rb") as pipe:
-                payload = pipe.read()
+            store(reading, wait=True)
             children.pop(0)
-            _, status = os.waitpid(pid, 0)
-            for number, outs in _decoded(payload) if status == 0 and payload else ():
-                results[slice(*runs[number])] = [unpack(out) for out in outs]
-                done[number] = True
+            os.close(reading)
+            os.waitpid(pid, 0)
         for number, (begin, stop) in enumerate(runs):  # a child's that failed
             if not done[number]:
                 results[begin:stop] = [work(item) for item in items[begin:stop]]
@@ -104,6 +113,21 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
         os.close(tickets)
         _reap(children)
     return results
+
+
+def _received(reading: int, inbox: bytearray, wait: bool) -> list[tuple[int, list[Any]]]:
+    """The runs a child has sent whole since last asked: what its pipe holds now (with
+    ``wait``, all it sends until it ends) added to ``inbox``, and each complete frame taken
+    out of it. A frame a child that failed left half-written is never taken."""
+    os.set_blocking(reading, wait)
+    with contextlib.suppress(BlockingIOError):
+        while chunk := os.read(reading, 1 << 20):
+            inbox += chunk
+    runs: list[tuple[int, list[Any]]] = []
+    while len(inbox) >= 4 and len(inbox) >= 4 + (size := int.from_bytes(inbox[:4], "big")):
+        runs += _decoded(bytes(inbox[4:4 + size]))
+        del inbox[:4 + size]
+    return runs
 
 
 #: Runs of items per process: enough that the last run taken leaves little imbalance.
@@ -183,10 +207,12 @@ def _fork(work: Callable[[Item], Out], items: Sequence[Item], runs: list[tuple[i
     code = 1
     try:
         os.close(reading)
-        outs = [(number, [pack(work(item)) for item in items[slice(*runs[number])]])
-                for number in _taken(tickets)]
         with os.fdopen(writing, "wb") as pipe:
-            pipe.write(_encoded(outs))
+            for number in _taken(tickets):  # each run sent as a frame: its size, then itself
+                frame = _encoded([(number, [pack(work(item))
+                                            for item in items[slice(*runs[number])]])])
+                pipe.write(len(frame).to_bytes(4, "big") + frame)
+                pipe.flush()
         code = 0
     finally:
         os._exit(code)  # never back into the parent's code, nor its exit handlers
