@@ -229,13 +229,17 @@ def test_work_shared_out_comes_back_in_order_and_a_failure_is_raised_here() -> N
         "    if os.getpid() != parent: raise RuntimeError('child')\n"
         "    return n\n"
         "print(map_apart(fails_in_children, list(range(6)), 2, str, int))\n"
+        "def fails_late_in_children(n):  # after sending some runs back\n"
+        "    if os.getpid() != parent and n >= 30: raise RuntimeError('child')\n"
+        "    return n\n"
+        "print(map_apart(fails_late_in_children, list(range(48)), 2) == list(range(48)))\n"
         "try:\n"
         "    map_apart(lambda n: 1 // (n - 5), list(range(6)), 2, str, int)\n"
         "except ZeroDivisionError:\n"
         "    print('raised here')\n"
     )
     assert _printed(script) == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]", "[0, 1, 2, 3, 4, 5]",
-                                "raised here"]
+                                "True", "raised here"]
 
 
 def test_a_process_busy_with_its_own_work_takes_fewer_items() -> None:
