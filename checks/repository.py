@@ -8,7 +8,6 @@ the repository.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import time
 from collections.abc import Callable
@@ -22,7 +21,7 @@ from triton_doctor.evidence import (
     ModelDir,
     RepositoryEvidence,
     from_jsonable,
-    to_jsonable,
+    json_text,
 )
 from triton_doctor.parallel import map_apart, processes
 from triton_doctor.printable import display_name
@@ -142,8 +141,7 @@ def _read_one(item: tuple[os.DirEntry[str], str | None], *, config_name: str | N
     if fingerprint_at is not None:
         key = _key(entry, fingerprint_at)
     model = collect_model(entry, config_name, real_root)
-    text = (json.dumps(to_jsonable(model), separators=(",", ":"))
-            if kept and key and model is not None else None)
+    text = json_text(model) if kept and key and model is not None else None
     return model, key, text
 
 

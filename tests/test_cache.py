@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from triton_doctor import cache
+from triton_doctor import cache, evidence
 from triton_doctor.checks import model_dir, repository
 from triton_doctor.checks.model_fingerprint import SETTLE_NS, fingerprint
 
@@ -74,6 +74,16 @@ def test_every_way_of_reading_gives_the_same_report(tmp_path: Path, mixed: Path)
             assert runs[f"{path}|{form}|cache read, written by two"]["read"] == 0
     findings = json.loads(str(runs[f"{mixed}|json|one process"]["report"]))["findings"]
     assert findings, "the mix carries mistakes: a report with none would prove nothing"
+
+
+def test_a_models_cache_entry_is_its_json(mixed: Path) -> None:
+    """The text a reading process writes for the cache is the JSON of the model's evidence,
+    for every kind of model in the mix and every rule fixture's."""
+    for root in (mixed, *FIXTURES[::7]):
+        for model in repository.collect_repository(root).models:
+            data = evidence.to_jsonable(model)
+            assert json.loads(evidence.json_text(model)) == data
+            assert evidence.json_text(model) == json.dumps(data, separators=(",", ":"))
 
 
 def test_every_rule_fixture_reads_the_same_every_way(tmp_path: Path) -> None:
