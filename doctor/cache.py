@@ -67,7 +67,7 @@ def tool_stamp() -> str:
     """This build of the tool: Python's and protobuf's versions, and the size and mtime of every
     source file of the package and of the ModelConfig schema it parses with (a release, an edit
     of a checkout or another tritonclient all change it). Worked out when a cache file is first
-    read or written: a first run, which finds none to read, does it while others judge."""
+    read, or while other processes read the models (result_cache.prepare)."""
     from importlib.util import find_spec
 
     import google.protobuf
@@ -145,7 +145,10 @@ class RepositoryCache:
         return self._recorded_complete is not None or os.path.lexists(self._models_path)
 
     def holds(self, fingerprint: str) -> bool:
-        """Whether the models file was written for the repository ``fingerprint`` names."""
+        """Whether the index names ``fingerprint`` the repository whose every model the models
+        file holds. A run killed between writing the two leaves them apart; each model read
+        from the file is still checked against its own key, so that costs a miss, never a
+        stale model."""
         return fingerprint == self._recorded_complete
 
     def model(self, name: str, key: str) -> Any | None:
@@ -164,6 +167,7 @@ class RepositoryCache:
         the process that read the model."""
         self._models[name] = f'{{"key":{_dumps(key)},"data":{data}}}'
         self._models_changed = True
+        self._models_saved = None  # written again, should it have been already
 
     def result(self, key: str) -> Any | None:
         for entry in self._old_results:

@@ -69,7 +69,8 @@ def check(invocation: Invocation) -> int:
     Results merged into one report."""
     try:
         # While other processes read the models, this one imports what judging them takes.
-        judged = [(one, _collected(one, meanwhile=functools.partial(prepare, one.chosen_rules)))
+        judged = [(one, _collected(one, meanwhile=functools.partial(
+            prepare, one.chosen_rules, bool(one.sources.cache_dir))))
                   for one in invocation.per_repository()]
     except _Stop as stop:
         return stop.code

@@ -73,7 +73,8 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
     The items are handed out in small runs as each process asks for the next (a pipe of
     tickets), so that a process that is slowed down, or this one while it runs ``meanwhile``
     (work of its own, run before it takes a run), takes fewer. A child that cannot be started
-    or fails has its runs worked through here."""
+    or fails has its runs worked through here. Where several items raise, which error this
+    raises may differ from a single process's (the work of a check catches its own)."""
     jobs = min(jobs, len(items))
     runs = _runs(len(items), jobs) if jobs >= 2 and can_fork() else []
     tickets = _tickets(len(runs)) if runs else None
@@ -81,11 +82,10 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
         if meanwhile is not None:
             meanwhile()
         return [work(item) for item in items]
-    children = [child for child in (_fork(work, items, runs, tickets, pack)
-                                    for _ in range(jobs - 1)) if child is not None]
+    children: list[tuple[int, int]] = []
     results: list[Any] = [None] * len(items)
     done = [False] * len(runs)
-    inboxes = {reading: bytearray() for _, reading in children}
+    inboxes: dict[int, bytearray] = {}
 
     def store(reading: int, wait: bool) -> None:
         for number, outs in _received(reading, inboxes[reading], wait):
@@ -93,6 +93,11 @@ def map_apart(work: Callable[[Item], Out], items: Sequence[Item], jobs: int,
             done[number] = True
 
     try:
+        for _ in range(jobs - 1):
+            child = _fork(work, items, runs, tickets, pack)
+            if child is not None:
+                children.append(child)
+                inboxes[child[1]] = bytearray()
         if meanwhile is not None:
             meanwhile()
         for number in _taken(tickets):
@@ -130,6 +135,9 @@ def _received(reading: int, inbox: bytearray, wait: bool) -> list[tuple[int, lis
     return runs
 
 
+#: What a child's result pipe is asked to hold (Linux's default cap), so that a child is not
+#: held up while this process is busy with a run of its own or ``meanwhile``; 64 KiB elsewhere.
+PIPE_BYTES = 1 << 20
 #: Runs of items per process: enough that the last run taken leaves little imbalance.
 RUNS_PER_PROCESS = 24
 #: The most runs: their tickets must fit in one write to an empty pipe (4 bytes each).
@@ -207,6 +215,10 @@ def _fork(work: Callable[[Item], Out], items: Sequence[Item], runs: list[tuple[i
     code = 1
     try:
         os.close(reading)
+        with contextlib.suppress(ImportError, AttributeError, OSError):  # Linux's alone
+            import fcntl
+
+            fcntl.fcntl(writing, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         with os.fdopen(writing, "wb") as pipe:
             for number in _taken(tickets):  # each run sent as a frame: its size, then itself
                 frame = _encoded([(number, [pack(work(item))
@@ -221,14 +233,29 @@ def _fork(work: Callable[[Item], Out], items: Sequence[Item], runs: list[tuple[i
 def _encoded(outs: list[Any]) -> bytes:
     """A child's results as they go through the pipe: by ``marshal`` when they are plain data
     (strings, numbers, lists...: no import, as a run of fingerprints only), else pickled."""
-    import marshal
+    if _plain(outs):
+        import marshal
 
-    try:
         return b"m" + marshal.dumps(outs)
-    except ValueError:  # a record, or a subclass of a plain type: marshal refuses both
-        import pickle
+    import pickle
 
-        return b"p" + pickle.dumps(outs, protocol=pickle.HIGHEST_PROTOCOL)
+    return b"p" + pickle.dumps(outs, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+#: What marshal gives back as it was: exactly these types (it turns a bytearray into bytes,
+#: and refuses a subclass or a record).
+_PLAIN = frozenset({str, int, float, bool, type(None), bytes})
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind in _PLAIN:
+        return True
+    if kind is list or kind is tuple:
+        return all(_plain(item) for item in value)
+    if kind is dict:
+        return all(_plain(key) and _plain(item) for key, item in value.items())
+    return False
 
 
 def _decoded(payload: bytes) -> list[Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 
-from triton_doctor.cache import digest
+from triton_doctor.cache import digest, tool_stamp
 from triton_doctor.catalogue import STATIC, all_rules, rules_of
 from triton_doctor.evidence import Evidence, EvidenceError, from_jsonable, to_jsonable
 from triton_doctor.registry import Rule
@@ -53,10 +53,13 @@ def judged(evidence: Evidence, rules: Sequence[Rule] | None, waived: Sequence[Mo
     return result
 
 
-def prepare(rules: Sequence[Rule] | None) -> None:
+def prepare(rules: Sequence[Rule] | None, cached: bool) -> None:
     """Import what judging needs (the engine and, unless ``rules`` are chosen, the static
     rules): called while other processes read the models, as imports here would cost the run
-    its time after reading."""
+    its time after reading. A ``cached`` run first stamps the tool's sources, before it imports
+    them: an edit in between then makes a miss, never an entry judged by the code before it."""
+    if cached:
+        tool_stamp()
     from triton_doctor import engine  # noqa: F401  (imported for what judging takes from it)
 
     if rules is None:

@@ -284,13 +284,14 @@ def test_results_come_back_as_they_were_made_whichever_way_they_travel() -> None
         "    A = 'a'\n"
         "plain = lambda n: (str(n), None, [n, 1.5], {'k': (n,)})\n"
         "made = lambda n: [Skipped('TD1', str(n), 'why'), Kind.A]\n"
-        "for work in (plain, made):\n"
+        "buffers = lambda n: [n, bytearray(b'ab')]  # marshal would give bytes back\n"
+        "for work in (plain, made, buffers):\n"
         "    here = [work(n) for n in range(6)]\n"
         "    apart = map_apart(work, list(range(6)), 2, meanwhile=lambda: time.sleep(0.3))\n"
         "    assert apart == here and [type(x[1]) for x in apart] == [type(x[1]) for x in here]\n"
         "    print('pickle' in sys.modules)\n"
     )
-    assert _printed(script) == ["False", "True"]
+    assert _printed(script) == ["False", "True", "True"]
 
 
 def _printed(script: str) -> list[str]:
@@ -333,6 +334,17 @@ def test_a_deeply_nested_cache_file_is_a_miss(tmp_path: Path, mixed: Path) -> No
     fresh = run_cli("check", "--format", "sarif", "--no-cache", str(mixed))
     cached = run_cli("check", "--format", "sarif", "--cache-dir", str(cache_dir), str(mixed))
     assert (cached.stdout, cached.stderr) == (fresh.stdout, fresh.stderr)
+
+
+def test_a_model_kept_after_the_models_file_was_written_is_written_too(tmp_path: Path) -> None:
+    kept = cache.RepositoryCache(str(tmp_path), "repo")
+    kept.keep_model("a", "key-a", "1")
+    assert kept.save_models()
+    kept.keep_model("b", "key-b", "2")
+    kept.save()
+    again = cache.RepositoryCache(str(tmp_path), "repo")
+    assert again.records_models()
+    assert (again.model("a", "key-a"), again.model("b", "key-b")) == (1, 2)
 
 
 def test_a_user_without_a_home_gets_an_uncached_check(mixed: Path) -> None:
