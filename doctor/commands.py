@@ -4,11 +4,13 @@ at or above it, 2 a usage error or unreadable target, 3 a live source out of rea
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from triton_doctor.catalogue import all_rules, describe, find_rule
@@ -58,6 +60,22 @@ def _collected(invocation: Invocation, live: bool = True,
     return evidence
 
 
+@contextlib.contextmanager
+def _collections_paused() -> Iterator[None]:
+    """The garbage collector paused while a check reads and judges (and its forked processes,
+    which inherit the pause). Each automatic collection walks every object the run keeps, the
+    whole Evidence: a check of 5,000 models spent a sixth of its time in them. What it leaves
+    in reference cycles is little (8,000 objects, 0.6 MB, per 1,000 models), and freed when the
+    collector runs again or the process ends. Not around the TUI, which lives on."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _unreached(evidence: Sequence[Evidence], code: int) -> int:
     """EXIT_UNREACHABLE when a source the user named could not be read (whatever the findings
     and --exit-zero: the report is partial), else ``code``."""
@@ -68,10 +86,11 @@ def check(invocation: Invocation) -> int:
     """Each repository is collected and judged on its own (``per_repository``), and the
     Results merged into one report."""
     try:
-        # While other processes read the models, this one imports what judging them takes.
-        judged = [(one, _collected(one, meanwhile=functools.partial(
-            prepare, one.chosen_rules, bool(one.sources.cache_dir))))
-                  for one in invocation.per_repository()]
+        with _collections_paused():
+            # While other processes read the models, this one imports what judging takes.
+            judged = [(one, _collected(one, meanwhile=functools.partial(
+                prepare, one.chosen_rules, bool(one.sources.cache_dir))))
+                      for one in invocation.per_repository()]
     except _Stop as stop:
         return stop.code
     output = invocation.output
@@ -84,7 +103,8 @@ def check(invocation: Invocation) -> int:
             say(error)
             return EXIT_USAGE
     else:
-        results = [one.judge(evidence) for one, evidence in judged]
+        with _collections_paused():
+            results = [one.judge(evidence) for one, evidence in judged]
     for _, evidence in judged:
         if evidence.repository is not None and evidence.repository.cache is not None:
             evidence.repository.cache.save()

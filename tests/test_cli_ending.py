@@ -38,3 +38,28 @@ def test_a_run_given_its_arguments_freezes_nothing(capsys: pytest.CaptureFixture
     before = gc.get_freeze_count()
     assert cli.main(["rules", "--format", "json"]) == 0
     assert gc.get_freeze_count() == before
+
+
+def test_a_check_pauses_the_collector_while_it_reads_and_judges(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Paused while the models are read and judged, and as it was once the check is over."""
+    from triton_doctor import result_cache
+    from triton_doctor.checks import model_dir
+
+    seen: list[bool] = []
+    read, judge = model_dir.collect_model, result_cache._run
+
+    def reading(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return read(*args, **kwargs)  # type: ignore[arg-type]
+
+    def judging(*args: object, **kwargs: object) -> object:
+        seen.append(gc.isenabled())
+        return judge(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(model_dir, "collect_model", reading)
+    monkeypatch.setattr(result_cache, "_run", judging)
+    assert gc.isenabled()
+    assert cli.main(["check", "--format", "json", "--no-cache", "--jobs", "1", str(DEMO)]) == 1
+    assert seen and not any(seen)
+    assert gc.isenabled()
