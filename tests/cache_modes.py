@@ -2,7 +2,7 @@
 CACHE_DIR FORMATS REPO...``, FORMATS such as ``json,text``): with no cache in one process, in
 two, with the cache as it is first written (by one process, or two), and from it. Prints, as
 JSON, each repository's reports and exit codes by mode, and how many model directories each
-mode read from disk.
+mode read from disk, in all its processes (each read is a byte appended to a file they share).
 
 A subprocess of its own: forking is refused in a process with threads, as pytest's may have.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import sys
 
 from triton_doctor import cli
@@ -30,11 +31,12 @@ MODES = {
 
 def main(cache_dir: str, formats: list[str], repositories: list[str]) -> dict[str, object]:
     original = model_dir.collect_model
-    read = [0]
+    tally = os.open(os.path.join(cache_dir, "reads"), os.O_RDWR | os.O_CREAT | os.O_APPEND)
 
     def counted(*args: object, **kwargs: object) -> object:
         model = original(*args, **kwargs)  # type: ignore[arg-type]
-        read[0] += model is not None
+        if model is not None:
+            os.write(tally, b".")  # O_APPEND: a forked child's bytes add to this one's
         return model
 
     model_dir.collect_model = counted  # type: ignore[assignment]
@@ -42,13 +44,13 @@ def main(cache_dir: str, formats: list[str], repositories: list[str]) -> dict[st
     for path in repositories:
         for form in formats:
             for mode, (flags, cache) in MODES.items():
-                read[0] = 0
+                os.ftruncate(tally, 0)
                 out = io.StringIO()
                 with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
                     code = cli.main(["check", "--format", form, "--cache-dir",
                                      f"{cache_dir}/{form}-{cache}", *flags, path])
                 runs[f"{path}|{form}|{mode}"] = {"report": out.getvalue(), "code": code,
-                                                  "read": read[0]}
+                                                  "read": os.fstat(tally).st_size}
     return runs
 
 
