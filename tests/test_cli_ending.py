@@ -63,3 +63,23 @@ def test_a_check_pauses_the_collector_while_it_reads_and_judges(
     assert cli.main(["check", "--format", "json", "--no-cache", "--jobs", "1", str(DEMO)]) == 1
     assert seen and not any(seen)
     assert gc.isenabled()
+
+
+def test_no_collection_walks_what_a_check_made(capsys: pytest.CaptureFixture[str]) -> None:
+    """Paused from reading through the report, and once resumed, what the check made is in the
+    oldest generation: no collection runs in the check, nor at its end over everything it made
+    (all of which the paused collector had left in the youngest generation)."""
+    started: list[int] = []
+
+    def seen(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(info["generation"])
+
+    gc.collect()
+    gc.callbacks.append(seen)
+    try:
+        assert cli.main(["check", "--format", "json", "--no-cache", "--jobs", "1", str(DEMO)]) == 1
+    finally:
+        gc.callbacks.remove(seen)
+    assert started == []
+    assert gc.isenabled() and gc.get_freeze_count() == 0

@@ -296,8 +296,11 @@ class ModelView:
         return locate(self._lines, field)
 
     def written(self, field: str) -> bool:
-        """Whether config.pbtxt spells out ``field`` (proto3 cannot tell 0 from absent)."""
-        return field in self._lines
+        """Whether config.pbtxt spells out ``field`` (proto3 cannot tell 0 from absent). A
+        text without the field's own name cannot (the text format spells every name out), and
+        is not tokenized to say so."""
+        name = field.rsplit(".", 1)[-1].partition("[")[0]
+        return name in (self.dir.config.text or "") and field in self._lines
 
     @cached_property
     def facts(self) -> frozenset[str] | None:
