@@ -44,11 +44,13 @@ def describe(error: OSError) -> str:
     return describe_os_error(error, missing="does not exist (dangling symbolic link?)")
 
 
-def collect_model(entry: os.DirEntry[str], config_name: str | None,
-                   real_root: str) -> ModelDir | None:
+def collect_model(entry: os.DirEntry[str], config_name: str | None, real_root: str,
+                  listed: dict[str, list[os.DirEntry[str]]] | None = None) -> ModelDir | None:
     """The model directory ``entry``; names in the evidence are shown forms (see
     ``display_name``), while every read goes through ``entry.path``. ``real_root`` is the
-    repository's real path: text of a file outside it is never quoted (see ``_inside``)."""
+    repository's real path: text of a file outside it is never quoted (see ``_inside``).
+    ``listed``: whole listings of directories below it made a moment ago (by its
+    fingerprint), sorted by name, by path; taken instead of listing those again."""
     config_path = os.path.join(entry.path, "config.pbtxt")
     model = ModelDir(name=display_name(entry.name), path=display_name(entry.path),
                      config=ConfigFile(display_name(config_path), False))
@@ -61,12 +63,14 @@ def collect_model(entry: os.DirEntry[str], config_name: str | None,
         return model
     if not is_dir:
         return None  # plain files at the repository root are ignored by the server
+    listed = dict(listed or {})
     try:
-        children, model.listing_stopped_after = _list(entry.path, MAX_ENTRIES_PER_DIR)
+        children, model.listing_stopped_after = _listing(entry.path, listed)
     except OSError as error:
         model.unreadable = describe(error)
         return model
-    listed = {entry.path: children} if model.listing_stopped_after is None else {}
+    if model.listing_stopped_after is None:
+        listed[entry.path] = children
     subdirs = [child for child in children if child.name != "config.pbtxt" and _is_dir(child)]
     model.subdirs = [_collect_subdir(child, listed) for child in subdirs]
     has_config = any(child.name == "config.pbtxt" for child in children)
@@ -148,6 +152,16 @@ def _list(path: str, budget: int) -> tuple[list[os.DirEntry[str]], int | None]:
     return sorted(entries[:budget], key=lambda entry: entry.name), stopped
 
 
+def _listing(path: str, listed: dict[str, list[os.DirEntry[str]]]
+             ) -> tuple[list[os.DirEntry[str]], int | None]:
+    """``_list`` within MAX_ENTRIES_PER_DIR, or the whole listing in ``listed``, if there is
+    one."""
+    known = listed.get(path)
+    if known is not None and len(known) <= MAX_ENTRIES_PER_DIR:
+        return known, None
+    return _list(path, MAX_ENTRIES_PER_DIR)
+
+
 def _look_up(subdir: Subdir, directory: str, names: list[str]) -> None:
     """Add to a listing that stopped at its budget the entries among ``names`` that exist, so
     no file the server needs is taken for missing. Only plain names are looked up: a name
@@ -221,7 +235,7 @@ def _collect_subdir(entry: os.DirEntry[str], listed: dict[str, list[os.DirEntry[
     whole."""
     subdir = Subdir(name=display_name(entry.name))
     try:
-        children, subdir.listing_stopped_after = _list(entry.path, MAX_ENTRIES_PER_DIR)
+        children, subdir.listing_stopped_after = _listing(entry.path, listed)
     except OSError as error:
         subdir.unreadable = describe(error)
         return subdir

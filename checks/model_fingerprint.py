@@ -14,6 +14,7 @@ file system that caches attributes may show an edit to ``stat`` a little later t
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 
@@ -24,11 +25,29 @@ MAX_ENTRIES = 10_000
 SETTLE_NS = 3_000_000_000
 
 
-def fingerprint(path: str, now_ns: int) -> str | None:
+def fingerprint(path: str, now_ns: int,
+                listings: dict[str, list[os.DirEntry[str]]] | None = None) -> str | None:
     """A digest of everything below the model directory ``path``; None when the directory
-    cannot be cached (see the module), or changed within SETTLE_NS of ``now_ns``."""
+    cannot be cached (see the module), or changed within SETTLE_NS of ``now_ns``. Given
+    ``listings``, it is filled with each directory's entries by path, sorted by name, when the
+    walk listed every one (else left empty): the reader of the model, which lists the same
+    directories, takes them from there."""
     from triton_doctor.cache import digest
 
+    walked: dict[str, list[os.DirEntry[str]]] = {} if listings is None else listings
+    rows = _rows(path, walked)
+    if rows is None:
+        walked.clear()
+        return None
+    if max(max(row[5], row[6]) for row in rows) > now_ns - SETTLE_NS:
+        return None
+    rows.sort()
+    return digest(repr(rows))
+
+
+def _rows(path: str, walked: dict[str, list[os.DirEntry[str]]]) -> list[tuple] | None:
+    """Each entry's (relative name, mode, size, inode, device, mtime, ctime), the directory's
+    own first; None when the directory cannot be cached. Each listing goes into ``walked``."""
     try:
         top = os.lstat(path)
     except OSError:
@@ -42,18 +61,23 @@ def fingerprint(path: str, now_ns: int) -> str | None:
         prefix, directory = pending.pop()
         try:
             with os.scandir(directory) as listing:
-                for entry in listing:
-                    status = entry.stat(follow_symlinks=False)
-                    mode = status.st_mode
-                    rows.append((prefix + entry.name, mode, status.st_size, status.st_ino,
-                                 status.st_dev, status.st_mtime_ns, status.st_ctime_ns))
-                    if stat.S_ISDIR(mode):
-                        pending.append((f"{prefix}{entry.name}/", entry.path))
-                    elif not stat.S_ISREG(mode) or not status.st_ino or len(rows) > MAX_ENTRIES:
-                        return None
+                entries = list(itertools.islice(listing, MAX_ENTRIES + 1))
+            if len(entries) > MAX_ENTRIES:
+                return None
+            walked[directory] = entries = sorted(entries, key=_name)
+            for entry in entries:
+                status = entry.stat(follow_symlinks=False)
+                mode = status.st_mode
+                rows.append((prefix + entry.name, mode, status.st_size, status.st_ino,
+                             status.st_dev, status.st_mtime_ns, status.st_ctime_ns))
+                if stat.S_ISDIR(mode):
+                    pending.append((f"{prefix}{entry.name}/", entry.path))
+                elif not stat.S_ISREG(mode) or not status.st_ino or len(rows) > MAX_ENTRIES:
+                    return None
         except OSError:
             return None
-    if max(max(row[5], row[6]) for row in rows) > now_ns - SETTLE_NS:
-        return None
-    rows.sort()
-    return digest(repr(rows))
+    return rows
+
+
+def _name(entry: os.DirEntry[str]) -> str:
+    return entry.name

@@ -138,9 +138,10 @@ def _read_one(item: tuple[os.DirEntry[str], str | None], *, config_name: str | N
     from triton_doctor.checks.model_dir import collect_model
 
     entry, key = item
-    if fingerprint_at is not None:
-        key = _key(entry, fingerprint_at)
-    model = collect_model(entry, config_name, real_root)
+    listed: dict[str, list[os.DirEntry[str]]] = {}
+    if fingerprint_at is not None and not _ignored(entry):
+        key = fingerprint(entry.path, fingerprint_at, listed)
+    model = collect_model(entry, config_name, real_root, listed)
     text = json_text(model) if kept and key and model is not None else None
     return model, key, text
 

@@ -161,6 +161,29 @@ def test_models_that_cannot_be_fingerprinted_are_read_every_time(tmp_path: Path)
     assert fingerprint(str(model), later) is None
 
 
+def test_a_fingerprint_hands_its_listings_to_the_reader_only_when_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The model read from the fingerprint's listings is the model read by listing again, and
+    lists nothing itself; a walk that stopped (at a link) hands over nothing."""
+    model = tmp_path / "m"
+    for version in ("1", "2"):
+        (model / version).mkdir(parents=True)
+        (model / version / "model.py").write_text("class TritonPythonModel:\n    pass\n")
+    (model / "config.pbtxt").write_text('backend: "python"\nmax_batch_size: 8\n')
+    listed: dict[str, list[os.DirEntry[str]]] = {}
+    assert fingerprint(str(model), time.time_ns() + 2 * SETTLE_NS, listed) is not None
+    assert sorted(listed) == [str(model), str(model / "1"), str(model / "2")]
+    assert [e.name for e in listed[str(model)]] == ["1", "2", "config.pbtxt"]
+    entry = next(e for e in os.scandir(tmp_path) if e.name == "m")
+    fresh = model_dir.collect_model(entry, None, str(tmp_path))
+    monkeypatch.setattr(model_dir, "_list", lambda *args: pytest.fail(f"listed {args}"))
+    assert model_dir.collect_model(entry, None, str(tmp_path), listed) == fresh
+    (model / "2" / "weights").symlink_to("/etc/hostname")
+    listed = {str(model): []}
+    assert fingerprint(str(model), time.time_ns() + 2 * SETTLE_NS, listed) is None
+    assert listed == {}
+
+
 def _rewrite(path: Path, change: Callable[[dict[str, Any]], None]) -> None:
     document = json.loads(path.read_text())
     change(document)
