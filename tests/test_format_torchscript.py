@@ -234,3 +234,29 @@ def test_not_a_zip_empty_and_unreadable(tmp_path: Path) -> None:
     assert read_torchscript(str(path)).kind == "empty"
     unreadable = read_torchscript(str(tmp_path))
     assert unreadable.problem is not None and unreadable.problem.startswith("cannot be read")
+
+
+@pytest.mark.parametrize("code", [
+    NET_CODE,
+    # the module's own class has no forward: a nested one of the name does
+    "class Net(Module):\n  x = 1\ndef f():\n  class Net:\n    def forward(self, nested): pass\n",
+    # a nested one first in the file, the module's own after it: the walk takes the latter
+    "def f():\n  class Net:\n    def forward(self, nested): pass\n"
+    "class Net(Module):\n  def forward(self, top): pass\n",
+    "class Other:\n  def forward(self, a): pass\n",
+])
+def test_forward_is_found_as_a_walk_of_the_whole_module_finds_it(code: str) -> None:
+    import ast
+
+    from triton_doctor.checks.formats import torchscript
+
+    def walked(tree: ast.Module) -> ast.FunctionDef | None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and node.name == "Net":
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                        return item
+        return None
+
+    tree = ast.parse(code)
+    assert torchscript._find_forward(tree, "Net") is walked(tree)

@@ -96,39 +96,39 @@ def read_torchscript(path: str) -> ModelFile:
 def _read_zip(path: str, found: ModelFile) -> None:
     found.kind = "zip"
     try:
-        found.not_read = _directory_over_budget(path)
-        if found.not_read is not None:
-            return
-        with open_file(path) as handle, zipfile.ZipFile(handle) as archive:
-            _read_archive(archive, path, found)
+        with open_file(path) as handle:
+            found.not_read = _directory_over_budget(handle)
+            if found.not_read is not None:
+                return
+            with zipfile.ZipFile(handle) as archive:
+                _read_archive(archive, path, found)
     except ZIP_ERRORS as error:
         found.kind, found.torchscript, found.inputs = "zip", None, None
         found.problem = f"is a corrupt or truncated zip archive ({error})"
 
 
-def _directory_over_budget(path: str) -> str | None:
+def _directory_over_budget(handle: BinaryIO) -> str | None:
     """Why the zip's central directory is too large to read, from its end records alone;
     None when it is within budget (or has no end record: ``zipfile`` then says it is bad)."""
-    with open_file(path) as handle:
-        size = handle.seek(0, 2)
-        tail_start = max(0, size - EOCD_BYTES - MAX_ZIP_COMMENT - ZIP64_LOCATOR_BYTES
-                         - ZIP64_EOCD_BYTES)
-        handle.seek(tail_start)
-        tail = handle.read()
-        at = _end_record(tail)
-        if at is None:
-            return None
-        _, _, _, _, entries, directory_bytes, _, _ = struct.unpack_from("<4s4H2LH", tail, at)
-        locator = at - ZIP64_LOCATOR_BYTES
-        if locator >= 0 and tail[locator:locator + 4] == ZIP64_LOCATOR:
-            # zipfile reads the zip64 record just before the locator (CPython 3.11's
-            # _EndRecData64); others follow the locator's offset: the larger claim counts.
-            (record_at,) = struct.unpack_from("<Q", tail, locator + 8)
-            before = tail[max(0, locator - ZIP64_EOCD_BYTES):locator]
-            for record in (before, _read_at(handle, record_at, ZIP64_EOCD_BYTES, size)):
-                if record[:4] == ZIP64_EOCD and len(record) == ZIP64_EOCD_BYTES:
-                    count, length = struct.unpack_from("<2Q", record, 32)
-                    entries, directory_bytes = max(entries, count), max(directory_bytes, length)
+    size = handle.seek(0, 2)
+    tail_start = max(0, size - EOCD_BYTES - MAX_ZIP_COMMENT - ZIP64_LOCATOR_BYTES
+                     - ZIP64_EOCD_BYTES)
+    handle.seek(tail_start)
+    tail = handle.read()
+    at = _end_record(tail)
+    if at is None:
+        return None
+    _, _, _, _, entries, directory_bytes, _, _ = struct.unpack_from("<4s4H2LH", tail, at)
+    locator = at - ZIP64_LOCATOR_BYTES
+    if locator >= 0 and tail[locator:locator + 4] == ZIP64_LOCATOR:
+        # zipfile reads the zip64 record just before the locator (CPython 3.11's
+        # _EndRecData64); others follow the locator's offset: the larger claim counts.
+        (record_at,) = struct.unpack_from("<Q", tail, locator + 8)
+        before = tail[max(0, locator - ZIP64_EOCD_BYTES):locator]
+        for record in (before, _read_at(handle, record_at, ZIP64_EOCD_BYTES, size)):
+            if record[:4] == ZIP64_EOCD and len(record) == ZIP64_EOCD_BYTES:
+                count, length = struct.unpack_from("<2Q", record, 32)
+                entries, directory_bytes = max(entries, count), max(directory_bytes, length)
     if entries > MAX_ZIP_ENTRIES:
         return (f"its zip directory lists {entries} entries, over the {MAX_ZIP_ENTRIES} "
                 "that are read")
@@ -272,11 +272,16 @@ def _forward_args(code: bytes, class_name: str) -> list[TorchScriptArg] | None:
 
 
 def _find_forward(tree: ast.Module, class_name: str) -> ast.FunctionDef | None:
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "forward":
-                    return item
+    """The forward of the first class ``class_name`` that has one, in ``ast.walk``'s order.
+    The walk visits every top-level statement before anything nested, so the module's own
+    classes (where torch writes them) are looked through first, and the walk made only when
+    none of them has it."""
+    for nodes in (tree.body, ast.walk(tree)):
+        for node in nodes:
+            if isinstance(node, ast.ClassDef) and node.name == class_name:
+                for item in node.body:
+                    if isinstance(item, ast.FunctionDef) and item.name == "forward":
+                        return item
     return None
 
 
