@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from triton_doctor.cache import RepositoryCache, digest
+from triton_doctor.cache import RepositoryCache, digest, model_member
 from triton_doctor.checks.model_fingerprint import fingerprint
 from triton_doctor.evidence import (
     EvidenceError,
@@ -103,7 +103,7 @@ def _ignored(entry: os.DirEntry[str]) -> bool:
 
 
 #: One model as a reading process gives it: the model (None: no model), its key, and its
-#: cache entry as JSON text (None: not kept).
+#: member of the cache's models file (None: not kept).
 Read = tuple[ModelDir | None, str | None, str | None]
 
 
@@ -123,10 +123,10 @@ def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None] | None 
                                  fingerprint_at=fingerprint_at, kept=cache is not None)
         read = map_apart(work, [(entries[index], keys[index]) for index in missing],
                          processes(jobs, len(missing)), _portable, _restored, meanwhile)
-        for index, (model, key, text) in zip(missing, read, strict=True):
+        for index, (model, key, member) in zip(missing, read, strict=True):
             found[index], keys[index] = model, key
-            if cache and key and text is not None:
-                cache.keep_model(entries[index].name, key, text)
+            if cache and member is not None:
+                cache.keep_model(entries[index].name, member)
     return [model for model in found if model is not None], keys
 
 
@@ -142,8 +142,9 @@ def _read_one(item: tuple[os.DirEntry[str], str | None], *, config_name: str | N
     if fingerprint_at is not None and not _ignored(entry):
         key = fingerprint(entry.path, fingerprint_at, listed)
     model = collect_model(entry, config_name, real_root, listed)
-    text = json_text(model) if kept and key and model is not None else None
-    return model, key, text
+    member = (model_member(entry.name, key, json_text(model))
+              if kept and key and model is not None else None)
+    return model, key, member
 
 
 def _portable(read: Read) -> tuple[object, str | None, str | None]:

@@ -162,10 +162,10 @@ class RepositoryCache:
             return entry["data"]
         return None
 
-    def keep_model(self, name: str, key: str, data: str) -> None:
-        """Record model ``name`` under ``key``; ``data`` is its entry as JSON text, written by
-        the process that read the model."""
-        self._models[name] = f'{{"key":{_dumps(key)},"data":{data}}}'
+    def keep_model(self, name: str, member: str) -> None:
+        """Record model ``name``; ``member`` is its member of the models file, as
+        ``model_member`` wrote it in the process that read the model."""
+        self._models[name] = member
         self._models_changed = True
         self._models_saved = None  # written again, should it have been already
 
@@ -225,7 +225,7 @@ class RepositoryCache:
     def _models_text(self) -> str:
         """The models kept, as JSON: a model read this run as the text its reading process made
         of it, one taken from the file as it was read there."""
-        entries = (f"{_dumps(name)}:{entry if isinstance(entry, str) else _dumps(entry)}"
+        entries = (entry if isinstance(entry, str) else f"{_dumps(name)}:{_dumps(entry)}"
                    for name, entry in self._models.items())
         return "{" + ",".join(entries) + "}"
 
@@ -243,6 +243,13 @@ class RepositoryCache:
         except BaseException:
             os.unlink(temporary)
             raise
+
+
+def model_member(name: str, key: str, data: str) -> str:
+    """Model ``name``'s member of the models file, recorded under ``key``, as JSON text;
+    ``data`` is the model as JSON text. Made by the process that read the model, so that
+    several share the work."""
+    return f'{_dumps(name)}:{{"key":{_dumps(key)},"data":{data}}}'
 
 
 def _dumps(value: Any) -> str:
