@@ -11,18 +11,22 @@ from triton_doctor.findings import Hit
 from triton_doctor.records import record
 from triton_doctor.registry import rule
 from triton_doctor.rules._common import dims_text, is_ensemble, names_text, type_name
-from triton_doctor.triton.repository_model import ModelView, RepositoryView, per_model
+from triton_doctor.triton.repository_model import (
+    ModelView,
+    RepositoryView,
+    per_model,
+    per_repository,
+)
 
 
-def ensembles(repository: RepositoryView) -> Iterator[ModelView]:
-    """The ensembles that declare their steps. Which models are ensembles is read from the
-    config as written: no completion makes a model an ensemble, or one no longer, so no other
-    model's auto-complete runs for this."""
-    for model in repository.models:
-        if model.state != "broken" and not model.dir.unreadable and is_ensemble(model.raw):
-            config = model.effective
-            if is_ensemble(config) and config.HasField("ensemble_scheduling"):
-                yield model
+@per_repository
+def ensembles(repository: RepositoryView) -> list[ModelView]:
+    """The ensembles that declare their steps (found once for the rules that ask). Which
+    models are ensembles is read from the config as written: no completion makes a model an
+    ensemble, or one no longer, so no other model's auto-complete runs for this."""
+    return [model for model in repository.models
+            if model.state != "broken" and not model.dir.unreadable and is_ensemble(model.raw)
+            and is_ensemble(model.effective) and model.effective.HasField("ensemble_scheduling")]
 
 
 #: Unmapped inputs listed per step. The server stops at the first; listing all would be steps
@@ -168,7 +172,8 @@ def ensemble_missing_model(repository: RepositoryView) -> Iterator[Hit]:
     """
     for model in ensembles(repository):
         steps = model.effective.ensemble_scheduling.step
-        missing = sorted({s.model_name for s in steps if s.model_name} - set(repository.by_name))
+        missing = sorted({s.model_name for s in steps
+                          if s.model_name and s.model_name not in repository.by_name})
         if missing:
             yield Hit(
                 message=f"steps name models that are not in the repository: {', '.join(missing)}",

@@ -166,3 +166,20 @@ def test_tree_shows_absent_only_within_the_depth_the_walk_lists(tmp_path: Path) 
     assert "a/b/c/d/deep.txt" not in view.dir.tree
     assert not view.tree_shows_absent("a/b/c/d/deep.txt")
     assert not view.tree_shows_absent("a/b/c/d/gone.txt")
+
+
+def test_per_repository_works_out_once_per_view() -> None:
+    from triton_doctor.evidence import CheckOptions
+    from triton_doctor.triton.repository_model import RepositoryView, per_repository
+
+    calls: list[RepositoryView] = []
+
+    @per_repository
+    def names(repository: RepositoryView) -> list[str]:
+        calls.append(repository)
+        return [model.name for model in repository.models]
+
+    evidence = collect_repository(DEMO)
+    first, second = (RepositoryView(evidence, CheckOptions()) for _ in range(2))
+    assert names(first) is names(first) and names(second) == names(first)
+    assert calls == [first, second]

@@ -76,12 +76,23 @@ def per_model(compute: Callable[[ModelView], _T]) -> Callable[[ModelView], _T]:
     """``compute(model)`` worked out once per model view and kept on it: what several rules
     read of a model (a comparison with its model file, a scan of its text) costs once per
     check, not once per rule. The result is shared, so callers must not change it."""
+    return _kept(compute)
+
+
+def per_repository(compute: Callable[[RepositoryView], _T]) -> Callable[[RepositoryView], _T]:
+    """``compute(repository)`` worked out once per repository view, as ``per_model`` does for
+    a model: what several repository rules look through (its ensembles) is found once."""
+    return _kept(compute)
+
+
+def _kept(compute: Callable[[Any], _T]) -> Callable[[Any], _T]:
+    """``compute(view)``, kept in the view's ``memo``."""
 
     @wraps(compute)
-    def once(model: ModelView) -> _T:
-        memo = model.memo
+    def once(view: Any) -> _T:
+        memo = view.memo
         if compute not in memo:
-            memo[compute] = compute(model)
+            memo[compute] = compute(view)
         return memo[compute]  # type: ignore[no-any-return]
 
     return once
@@ -356,3 +367,5 @@ class RepositoryView:
         self.release = profiles.find_release(options.triton_version)
         self.models = [ModelView(model, options) for model in evidence.models]
         self.by_name = {model.name: model for model in self.models}
+        #: Results of ``per_repository`` functions, by function.
+        self.memo: dict[Callable[..., Any], Any] = {}
