@@ -65,21 +65,31 @@ def test_a_check_pauses_the_collector_while_it_reads_and_judges(
     assert gc.isenabled()
 
 
-def test_no_collection_walks_what_a_check_made(capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_collection_walks_what_a_check_made(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """Paused from reading through the report, and once resumed, what the check made is in the
-    oldest generation: no collection runs in the check, nor at its end over everything it made
-    (all of which the paused collector had left in the youngest generation)."""
+    oldest generation: from its first model read to its end, no collection runs, not even
+    the one the paused collector's count would start at once (all of it in the youngest
+    generation)."""
+    from triton_doctor.checks import model_dir
+
     started: list[int] = []
+    reading = [False]
+    read = model_dir.collect_model
+
+    def first_read(*args: object, **kwargs: object) -> object:
+        reading[0] = True
+        return read(*args, **kwargs)  # type: ignore[arg-type]
 
     def seen(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
+        if phase == "start" and reading[0]:
             started.append(info["generation"])
 
-    gc.collect()
+    monkeypatch.setattr(model_dir, "collect_model", first_read)
     gc.callbacks.append(seen)
     try:
         assert cli.main(["check", "--format", "json", "--no-cache", "--jobs", "1", str(DEMO)]) == 1
     finally:
         gc.callbacks.remove(seen)
-    assert started == []
+    assert reading[0] and started == []
     assert gc.isenabled() and gc.get_freeze_count() == 0
