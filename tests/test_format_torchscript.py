@@ -260,3 +260,59 @@ def test_forward_is_found_as_a_walk_of_the_whole_module_finds_it(code: str) -> N
 
     tree = ast.parse(code)
     assert torchscript._find_forward(tree, "Net") is walked(tree)
+
+
+def _pickle_heads() -> list[bytes]:
+    """data.pkl heads of the fixture archives, the one torch writes here, and variations of
+    it that the quick reading must leave to the disassembly (escapes, other bytes, cut short,
+    other opcodes), plus random damage."""
+    heads = [NET_PICKLE]
+    for path in sorted(MODELS.glob("*.pt")):
+        if zipfile.is_zipfile(path):
+            with zipfile.ZipFile(path) as archive:
+                heads += [archive.read(name)[:4096] for name in archive.namelist()
+                          if name.endswith("data.pkl")]
+    heads += [
+        b"\x80\x02c__torch__\\x41\nNet\nq\x00.",  # an escape to undo
+        b"\x80\x02c__t\xc3\xb6rch__\nNet\nq\x00.",  # not ASCII
+        b"\x80\x02c__torch__\nNet",  # the second line cut short
+        b"\x80\x02c__torch__",
+        b"\x80\x02c\nNet\n.",  # no module
+        b"\x80\x02ctwo words\nNet\n.",
+        b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x03mod\x94\x8c\x03Cls\x94\x93\x94.",
+        b"c__torch__\nNet\n.",  # no PROTO
+        b"\x80",
+        b"",
+    ]
+    rng = random.Random(17)
+    for _ in range(300):
+        damaged = bytearray(NET_PICKLE)
+        for _ in range(rng.randint(1, 3)):
+            damaged[rng.randrange(len(damaged))] = rng.choice(b"\n\\\x80c\xc3 a")
+        heads.append(bytes(damaged))
+    return heads
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # pickletools on damaged escapes
+def test_the_first_global_read_off_the_bytes_equals_the_disassembly() -> None:
+    from triton_doctor.checks.formats import torchscript
+
+    heads = _pickle_heads()
+    quick = [head for head in heads if torchscript._leading_global(head) is not None]
+    assert len(quick) > 100  # the way torch writes it is read off the bytes
+    for head in heads:
+        assert torchscript._first_global(head) == torchscript._disassembled_global(head), head
+
+
+def test_reading_archives_torch_wrote_imports_no_disassembler() -> None:
+    import subprocess
+    import sys
+
+    script = ("import sys\n"
+              "from triton_doctor.checks.formats.torchscript import read_torchscript\n"
+              f"for name in ('traced_two_inputs.pt', 'dict_input.pt', 'script_net.pt'):\n"
+              f"    assert read_torchscript({str(MODELS)!r} + '/' + name).torchscript\n"
+              "print('pickletools' in sys.modules)\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert ran.stdout.strip() == "False"
