@@ -88,9 +88,11 @@ def _whole(entries: list[os.DirEntry[str]], keys: list[str | None]) -> str | Non
     return digest(*(f"{name}\0{key}" for name, key in named))
 
 
-def _key(entry: os.DirEntry[str], now: int) -> str | None:
-    """The entry's fingerprint; None for what is no model, or cannot be cached."""
-    return None if _ignored(entry) else fingerprint(entry.path, now)
+def _key(entry: os.DirEntry[str], now: int,
+         listed: dict[str, list[os.DirEntry[str]]] | None = None) -> str | None:
+    """The entry's fingerprint; None for what is no model, or cannot be cached. ``listed``
+    gets the listings the fingerprint made (see ``fingerprint``)."""
+    return None if _ignored(entry) else fingerprint(entry.path, now, listed)
 
 
 def _ignored(entry: os.DirEntry[str]) -> bool:
@@ -139,8 +141,8 @@ def _read_one(item: tuple[os.DirEntry[str], str | None], *, config_name: str | N
 
     entry, key = item
     listed: dict[str, list[os.DirEntry[str]]] = {}
-    if fingerprint_at is not None and not _ignored(entry):
-        key = fingerprint(entry.path, fingerprint_at, listed)
+    if fingerprint_at is not None:
+        key = _key(entry, fingerprint_at, listed)
     model = collect_model(entry, config_name, real_root, listed)
     member = (model_member(entry.name, key, json_text(model))
               if kept and key and model is not None else None)

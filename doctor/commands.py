@@ -78,10 +78,10 @@ def _collections_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if was and not gc.get_freeze_count():
-            gc.freeze()
-            gc.unfreeze()
         if was:
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 

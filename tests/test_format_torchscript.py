@@ -310,7 +310,7 @@ def test_reading_archives_torch_wrote_imports_no_disassembler() -> None:
 
     script = ("import sys\n"
               "from triton_doctor.checks.formats.torchscript import read_torchscript\n"
-              f"for name in ('traced_two_inputs.pt', 'dict_input.pt', 'script_net.pt'):\n"
+              "for name in ('traced_two_inputs.pt', 'dict_input.pt', 'script_net.pt'):\n"
               f"    assert read_torchscript({str(MODELS)!r} + '/' + name).torchscript\n"
               "print('pickletools' in sys.modules)\n")
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
