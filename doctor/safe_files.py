@@ -52,7 +52,53 @@ def _mib(size: int) -> str:
 
 def open_file(path: str | os.PathLike[str]) -> BinaryIO:
     """``path`` opened for reading in binary if it is a regular file (after symbolic links);
-    raises NotRegularFile for anything else, OSError when it cannot be opened.
+    raises NotRegularFile for anything else, OSError when it cannot be opened."""
+    return os.fdopen(_opened(path)[0], "rb")
+
+
+def read_file(path: str | os.PathLike[str], cap: int) -> bytes:
+    """The whole regular file at ``path``, at most ``cap`` bytes; raises FileTooLarge past it
+    (measured on what is read, so a file growing while read is caught too).
+
+    Read straight from the descriptor, asking for the size ``fstat`` gives: a buffered read
+    of ``cap`` bytes would first allocate all of them (8 MiB for a config of 300 bytes)."""
+    handle, status = _opened(path)
+    chunks: list[bytes] = []
+    read, wanted = 0, min(status.st_size, cap) + 1
+    try:
+        while read <= cap and (chunk := os.read(handle, wanted)):
+            chunks.append(chunk)
+            read += len(chunk)
+            # Less than asked is the end, confirmed by a read of one byte; all of it, the
+            # file grew since fstat: read on.
+            wanted = min(cap + 1 - read, READ_BYTES if len(chunk) == wanted else 1)
+    finally:
+        os.close(handle)
+    if read > cap:
+        raise FileTooLarge(max(status.st_size, read), cap)
+    return b"".join(chunks)
+
+
+def read_start(path: str | os.PathLike[str], count: int) -> tuple[bytes, int]:
+    """(the first ``count`` bytes, fewer in a shorter file; its size) of the regular file at
+    ``path``."""
+    handle, status = _opened(path)
+    try:
+        head = os.read(handle, count)
+        while len(head) < count and (more := os.read(handle, count - len(head))):
+            head += more
+    finally:
+        os.close(handle)
+    return head, status.st_size
+
+
+#: What ``read_file`` asks for at a time once past the size the file had when opened.
+READ_BYTES = 1 << 20
+
+
+def _opened(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """A descriptor open for reading on ``path`` and its status, if it is a regular file (after
+    symbolic links); raises NotRegularFile for anything else.
 
     Stat first, so a device is never opened at all; the open itself does not block (a FIFO
     swapped in between is opened without waiting for a writer, then refused by ``fstat``).
@@ -61,21 +107,15 @@ def open_file(path: str | os.PathLike[str]) -> BinaryIO:
     if not stat.S_ISREG(mode):
         raise NotRegularFile(mode)
     handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)
-    mode = os.fstat(handle).st_mode
-    if not stat.S_ISREG(mode):
+    try:
+        status = os.fstat(handle)
+    except OSError:
         os.close(handle)
-        raise NotRegularFile(mode)
-    return os.fdopen(handle, "rb")
-
-
-def read_file(path: str | os.PathLike[str], cap: int) -> bytes:
-    """The whole regular file at ``path``, at most ``cap`` bytes; raises FileTooLarge past it
-    (measured on what is read, so a file growing while read is caught too)."""
-    with open_file(path) as handle:
-        data = handle.read(cap + 1)
-        if len(data) > cap:
-            raise FileTooLarge(max(os.fstat(handle.fileno()).st_size, len(data)), cap)
-    return data
+        raise
+    if not stat.S_ISREG(status.st_mode):
+        os.close(handle)
+        raise NotRegularFile(status.st_mode)
+    return handle, status
 
 
 def write_file(path: str | os.PathLike[str], data: bytes) -> None:

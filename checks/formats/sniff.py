@@ -7,12 +7,11 @@ with a metadata prefix. Reading 64 bytes tells these apart before a format reade
 
 from __future__ import annotations
 
-import os
 import re
 
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ModelFile
-from triton_doctor.safe_files import open_file
+from triton_doctor.safe_files import read_start
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -72,6 +71,4 @@ def describe_lfs_pointer(head: bytes) -> str:
 def read_head(path: str) -> tuple[bytes, int]:
     """(first bytes, size) of a regular file; raises OSError (NotRegularFile for a FIFO or
     device, which an ordinary open would block on or read forever)."""
-    with open_file(path) as handle:
-        head = handle.read(HEAD_BYTES)
-        return head, os.fstat(handle.fileno()).st_size
+    return read_start(path, HEAD_BYTES)
