@@ -14,14 +14,19 @@ with ``pickletools.genops`` (to learn the module's class name) and the code is p
 from __future__ import annotations
 
 import ast
+import functools
 import struct
-import zipfile
 import zlib
-from typing import BinaryIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO
 
 from triton_doctor.checks.formats import sniff
+from triton_doctor.checks.formats.plain_zip import PlainZip, Unsure
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg, TorchScriptFacts
 from triton_doctor.safe_files import open_file
+
+if TYPE_CHECKING:
+    import zipfile
 
 #: Largest code file parsed (real ones are kilobytes).
 MAX_CODE_BYTES = 4 * 1024 * 1024
@@ -66,11 +71,9 @@ PICKLE_STRING_OPS = frozenset(
     {"SHORT_BINUNICODE", "BINUNICODE", "BINUNICODE8", "UNICODE", "SHORT_BINSTRING",
      "BINSTRING", "STRING"}
 )
-#: Errors that mean "this zip is corrupt", from opening it or reading a member.
-ZIP_ERRORS = (
-    zipfile.BadZipFile, zipfile.LargeZipFile, OSError, EOFError, ValueError,
-    NotImplementedError, RuntimeError, zlib.error,
-)
+#: Errors that mean "this zip is corrupt", from opening it or reading a member (with
+#: ``zipfile``'s own BadZipFile and LargeZipFile, where it reads the archive).
+ZIP_ERRORS = (OSError, EOFError, ValueError, NotImplementedError, RuntimeError, zlib.error)
 
 
 def read_torchscript(path: str) -> ModelFile:
@@ -94,17 +97,44 @@ def read_torchscript(path: str) -> ModelFile:
 
 
 def _read_zip(path: str, found: ModelFile) -> None:
+    """The archive read as a plain zip (plain_zip), or by ``zipfile`` where that is not
+    certain of the answer."""
     found.kind = "zip"
     try:
         with open_file(path) as handle:
             found.not_read = _directory_over_budget(handle)
             if found.not_read is not None:
                 return
-            with zipfile.ZipFile(handle) as archive:
-                _read_archive(archive, path, found)
+            try:
+                plain = PlainZip(handle.fileno())
+                _read_archive(plain.names, functools.partial(_plain_member, plain), path, found)
+                return
+            except Unsure:
+                _forget(found)
+            _read_by_zipfile(handle, path, found)
     except ZIP_ERRORS as error:
-        found.kind, found.torchscript, found.inputs = "zip", None, None
-        found.problem = f"is a corrupt or truncated zip archive ({error})"
+        _corrupt(found, error)
+
+
+def _read_by_zipfile(handle: BinaryIO, path: str, found: ModelFile) -> None:
+    import zipfile  # only for an archive that is not plain: with shutil, 8 ms to import
+
+    try:
+        with zipfile.ZipFile(handle) as archive:
+            _read_archive(archive.namelist(), functools.partial(_zipfile_member, archive),
+                          path, found)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile) as error:
+        _corrupt(found, error)
+
+
+def _forget(found: ModelFile) -> None:
+    """Undo what reading the archive found so far (it is read again another way)."""
+    found.kind, found.torchscript, found.inputs, found.problem = "zip", None, None, None
+
+
+def _corrupt(found: ModelFile, error: Exception) -> None:
+    _forget(found)
+    found.problem = f"is a corrupt or truncated zip archive ({error})"
 
 
 def _directory_over_budget(handle: BinaryIO) -> str | None:
@@ -164,8 +194,12 @@ def _archive_prefix(names: list[str]) -> str:
     return ""
 
 
-def _read_archive(archive: zipfile.ZipFile, path: str, found: ModelFile) -> None:
-    names = archive.namelist()
+#: A member's bytes by (name, limit, whole): up to ``limit`` of them; None when absent, or
+#: when ``whole`` and larger.
+Member = Callable[[str, int, bool], "bytes | None"]
+
+
+def _read_archive(names: list[str], member: Member, path: str, found: ModelFile) -> None:
     prefix = _archive_prefix(names)
     listed = set(names)
     if f"{prefix}archive_format" in listed:
@@ -181,13 +215,13 @@ def _read_archive(archive: zipfile.ZipFile, path: str, found: ModelFile) -> None
     found.kind = "torchscript"
     facts = TorchScriptFacts()
     found.torchscript = facts
-    pickle_head = _read_member(archive, f"{prefix}data.pkl", MAX_PICKLE_SCAN_BYTES, whole=False)
+    pickle_head = member(f"{prefix}data.pkl", MAX_PICKLE_SCAN_BYTES, False)
     global_name = _first_global(pickle_head) if pickle_head else None
     if global_name is None:
         return
     module, class_name = global_name
     code_path = f"{prefix}code/{module.replace('.', '/')}.py"
-    code = _read_member(archive, code_path, MAX_CODE_BYTES, whole=True)
+    code = member(code_path, MAX_CODE_BYTES, True)
     facts.forward_args = _forward_args(code, class_name) if code is not None else None
     if facts.forward_args is not None:
         found.inputs = [
@@ -197,21 +231,34 @@ def _read_archive(archive: zipfile.ZipFile, path: str, found: ModelFile) -> None
         ]
 
 
-def _read_member(
-    archive: zipfile.ZipFile, name: str, limit: int, *, whole: bool
-) -> bytes | None:
-    """Up to ``limit`` bytes of a member; None when absent, or when ``whole`` and larger."""
+def _plain_member(archive: PlainZip, name: str, limit: int, whole: bool) -> bytes | None:
+    """A ``Member`` of the plain archive (one too large to be read whole is not read)."""
+    size = archive.size_of(name)
+    if size is None or (whole and size > limit):
+        return None
+    return _within(archive.read(name, limit + 1), limit, whole)
+
+
+def _zipfile_member(archive: zipfile.ZipFile, name: str, limit: int,
+                    whole: bool) -> bytes | None:
+    """A ``Member`` of the archive ``zipfile`` reads."""
     try:
         info = archive.getinfo(name)
     except KeyError:
         return None
     if whole and info.file_size > limit:
         return None
-    with archive.open(info) as member:
-        data = member.read(limit + 1)
-    if len(data) > limit:
-        return None if whole else data[:limit]
-    return data
+    with archive.open(info) as opened:
+        data: bytes = opened.read(limit + 1)
+    return _within(data, limit, whole)
+
+
+def _within(data: bytes, limit: int, whole: bool) -> bytes | None:
+    """What was read of a member (``limit`` bytes and one more, if it has them): all of it,
+    its first ``limit`` bytes, or None for a ``whole`` member larger than that."""
+    if len(data) <= limit:
+        return data
+    return None if whole else data[:limit]
 
 
 def _is_legacy_torch_save(head: bytes) -> bool:
