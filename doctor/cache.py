@@ -248,8 +248,9 @@ class RepositoryCache:
 def model_member(name: str, key: str, data: str) -> str:
     """Model ``name``'s member of the models file, recorded under ``key``, as JSON text;
     ``data`` is the model as JSON text. Made by the process that read the model, so that
-    several share the work."""
-    return f'{_dumps(name)}:{{"key":{_dumps(key)},"data":{data}}}'
+    several share the work (a string is its own compact JSON: ``json``'s shared encoder
+    writes it, without making one of its own for the separators)."""
+    return f'{json.dumps(name)}:{{"key":{json.dumps(key)},"data":{data}}}'
 
 
 def _dumps(value: Any) -> str:

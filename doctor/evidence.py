@@ -430,8 +430,14 @@ def json_text(value: Any) -> str:
 
 
 def _record_fields(value: Any) -> dict[str, Any]:
+    """A record's saved fields, in order: its own ``__dict__`` where that holds exactly those
+    (a record without transient fields, as ``__init__`` made it), else a dict made of them."""
     if records.is_record(value) and not isinstance(value, type):
-        return {name: getattr(value, name) for name in _saved_fields(type(value))}
+        saved = _saved_fields(type(value))
+        own: dict[str, Any] | None = getattr(value, "__dict__", None)
+        if own is not None and tuple(own) == saved:
+            return own
+        return {name: getattr(value, name) for name in saved}
     raise TypeError(f"{type(value).__name__} is not JSON data")
 
 

@@ -87,6 +87,17 @@ def test_a_models_cache_entry_is_its_json(mixed: Path) -> None:
             assert evidence.json_text(model) == json.dumps(data, separators=(",", ":"))
 
 
+def test_a_record_holding_more_than_its_fields_is_written_by_its_fields(mixed: Path) -> None:
+    """A record's own ``__dict__`` is written only where it holds exactly the saved fields."""
+    model = repository.collect_repository(mixed).models[0]
+    data = evidence.to_jsonable(model)
+    model.__dict__["not_a_field"] = 1
+    subdir = model.subdirs[0]
+    del subdir.__dict__["name"]
+    subdir.__dict__["name"] = data["subdirs"][0]["name"]  # same fields, another order
+    assert evidence.json_text(model) == json.dumps(data, separators=(",", ":"))
+
+
 def test_every_rule_fixture_reads_the_same_every_way(tmp_path: Path) -> None:
     _same_everywhere(_modes(tmp_path, "json", *FIXTURES))
 
