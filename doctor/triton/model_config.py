@@ -63,8 +63,9 @@ def _generated_module() -> str:
     raise SchemaUnavailable("tritonclient is installed but has no grpc/model_config_pb2.py")
 
 
-#: The generated module's one call that carries the schema: a bytes literal, escapes and all.
-_SERIALIZED_FILE = re.compile(rb"AddSerializedFile\((b'(?:[^'\\\n]|\\.)*')\)")
+#: The generated module's one call that carries the schema: a bytes literal, escapes and all
+#: (a run of plain bytes at a time, each escape between: a byte at a time took 2 ms).
+_SERIALIZED_FILE = re.compile(rb"AddSerializedFile\((b'[^'\\\n]*(?:\\.[^'\\\n]*)*')\)")
 
 
 def _built_by_upb(path: str) -> Any:
