@@ -91,9 +91,11 @@ def _unreached(evidence: Sequence[Evidence], code: int) -> int:
     return EXIT_UNREACHABLE if any(e.unreachable for e in evidence) else code
 
 
-def check(invocation: Invocation) -> int:
+def check(invocation: Invocation, ended: Callable[[int], None] | None = None) -> int:
     """Each repository is collected and judged on its own (``per_repository``), and the
-    Results merged into one report (or browsed, with --tui)."""
+    Results merged into one report (or browsed, with --tui). Without --tui, ``ended`` (the
+    process's own run's) is called with the exit code once the report is written, while what
+    the check made is still held: the process may end there without freeing it."""
     try:
         with _collections_paused():
             # While other processes read the models, this one imports what judging takes.
@@ -101,8 +103,11 @@ def check(invocation: Invocation) -> int:
                 prepare, one.chosen_rules, bool(one.sources.cache_dir))))
                       for one in invocation.per_repository()]
             if not invocation.output.tui:
-                return _reported(invocation, judged,
+                code = _reported(invocation, judged,
                                  [one.judge(evidence) for one, evidence in judged])
+                if ended is not None:
+                    ended(code)
+                return code
     except _Stop as stop:
         return stop.code
     from triton_doctor.tui.launch import browse

@@ -1,6 +1,8 @@
-"""The end of a run: the process's own run freezes the collector's objects (its exit walks
-none of them) once everything is written, and its atexit handlers still run; a run called
-with arguments, as tests and pre-commit call it, freezes nothing."""
+"""The end of a run: the process's own check ends the process once its report is written,
+without the interpreter's teardown, where nothing is left to run at exit; else, and for other
+subcommands, it freezes the collector's objects (its exit walks none of them) and its atexit
+handlers still run. A run called with arguments, as tests and pre-commit call it, does
+neither."""
 
 from __future__ import annotations
 
@@ -32,6 +34,37 @@ def test_the_process_run_writes_its_report_then_freezes(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert json.loads(report.read_text())["summary"]["models"] > 1
     assert proc.stderr.endswith("frozen at exit: True")
+
+
+#: A module whose teardown says so: the interpreter frees it, and runs its __del__, at exit.
+CANARY = """\
+import sys
+class Canary:
+    def __del__(self):
+        sys.stderr.write("torn down")
+sys.modules["canary"] = Canary()
+from triton_doctor.cli import main
+sys.argv = ["triton-doctor", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize("argv", [["check", "--format", "json", "--no-cache"],
+                                  ["check", "--format", "json", "--jobs", "2", "--no-cache"]])
+def test_a_check_process_ends_once_its_report_is_out(argv: list[str]) -> None:
+    """Its whole report on stdout, its exit code, and no teardown after them."""
+    proc = subprocess.run([sys.executable, "-c", CANARY, *argv, str(DEMO)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["summary"]["models"] > 1
+    assert "torn down" not in proc.stderr
+
+
+def test_other_subcommands_are_torn_down_as_usual() -> None:
+    proc = subprocess.run([sys.executable, "-c", CANARY, "rules", "--format", "json"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and json.loads(proc.stdout)
+    assert proc.stderr == "torn down"
 
 
 def test_a_run_given_its_arguments_freezes_nothing(capsys: pytest.CaptureFixture[str]) -> None:
