@@ -508,18 +508,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _ended(code: int) -> None:
     """The process's own check, its report written: the process ends here, with ``code``,
-    unless something is still to run at its exit (an atexit handler, such as a coverage
-    tool's or NVML's, or another thread). The interpreter's teardown would free one by one
-    what the check made, its Evidence, views and modules: 10-15 ms of a 1,000-model check
-    after its report is out, which the operating system does at once. Returns when the
-    process does not end here (main then ends it as any other run); a lost output raises, as
-    main's flush would."""
+    unless something is still to run after it (an atexit handler, such as a coverage tool's
+    or NVML's; another thread; a profiler or debugger, which reports when the program
+    returns). The interpreter's teardown would free one by one what the check made, its
+    Evidence, views and modules: 10-15 ms of a 1,000-model check after its report is out,
+    which the operating system does at once. Returns when the process does not end here
+    (main then ends it as any other run); a lost output raises, as main's flush would."""
     import atexit
 
     sys.stdout.flush()
     pending = getattr(atexit, "_ncallbacks", None)  # CPython's; elsewhere never ended here
     threading = sys.modules.get("threading")
-    if pending is None or pending() or (threading is not None and threading.active_count() > 1):
+    if (pending is None or pending() or sys.getprofile() is not None or sys.gettrace() is not None
+            or (threading is not None and threading.active_count() > 1)):
         return
     with contextlib.suppress(OSError, ValueError):
         sys.stderr.flush()

@@ -60,6 +60,16 @@ def test_a_check_process_ends_once_its_report_is_out(argv: list[str]) -> None:
     assert "torn down" not in proc.stderr
 
 
+def test_a_profiled_check_returns_to_its_profiler(tmp_path: Path) -> None:
+    """``python -m cProfile`` prints its statistics once the program returns."""
+    script = tmp_path / "run.py"
+    script.write_text(CANARY)
+    proc = subprocess.run([sys.executable, "-m", "cProfile", "-s", "cumulative", str(script),
+                           "check", "--format", "json", "--no-cache", str(DEMO)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert '"summary"' in proc.stdout and "function calls" in proc.stdout, proc.stderr[-2000:]
+
+
 def test_other_subcommands_are_torn_down_as_usual() -> None:
     proc = subprocess.run([sys.executable, "-c", CANARY, "rules", "--format", "json"],
                           capture_output=True, text=True, timeout=60, check=False)
