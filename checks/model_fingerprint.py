@@ -1,15 +1,15 @@
 """What identifies a model directory's contents without reading them: the metadata of every
 entry below it, for the cache of collected models (triton_doctor.cache).
 
-Each entry's name, type, size, inode, mtime and ctime (nanoseconds) go into the fingerprint. An
-edit changes the ctime, and a file replaced by a rename changes the inode, even where a tool
-restores the mtime (``cp -p``, ``rsync -t``). A directory holding a symbolic link, a special file or
-more than MAX_ENTRIES entries, or one that cannot be listed whole, gets no fingerprint. A link may
-lead out of the directory, where a change leaves no trace here, so such a model is read again
-on every run. Nor does a file system without inode numbers (Windows lists them as 0, and its
-ctime is the creation time: an edit that puts the mtime back would leave no trace). A network
-file system that caches attributes may show an edit to ``stat`` a little later than to
-``open``.
+Each file's name, size, inode, mtime and ctime (nanoseconds), and each directory's name, go
+into the fingerprint. An edit changes the ctime, and a file replaced by a rename changes the
+inode, even where a tool restores the mtime (``cp -p``, ``rsync -t``). A directory holding a
+symbolic link, a special file or more than MAX_ENTRIES entries, or one that cannot be listed
+whole, gets no fingerprint. A link may lead out of the directory, where a change leaves no
+trace here, so such a model is read again on every run. Nor does a file system without inode
+numbers (Windows lists them as 0, and its ctime is the creation time: an edit that puts the
+mtime back would leave no trace). A network file system that caches attributes may show an
+edit to ``stat`` a little later than to ``open``.
 """
 
 from __future__ import annotations
@@ -39,23 +39,22 @@ def fingerprint(path: str, now_ns: int,
     if rows is None:
         walked.clear()
         return None
-    if max(max(row[5], row[6]) for row in rows) > now_ns - SETTLE_NS:
+    if max((max(row[4], row[5]) for row in rows if len(row) > 1), default=0) > now_ns - SETTLE_NS:
         return None
-    rows.sort()
     return digest(repr(rows))
 
 
 def _rows(path: str, walked: dict[str, list[os.DirEntry[str]]]) -> list[tuple] | None:
-    """Each entry's (relative name, mode, size, inode, device, mtime, ctime), the directory's
-    own first; None when the directory cannot be cached. Each listing goes into ``walked``."""
+    """Each file's (relative name, size, inode, device, mtime, ctime) and each directory's
+    (relative name with a slash), in the order of a walk over listings sorted by name; None
+    when the directory cannot be cached. A directory needs no ``stat``: what is in it is its
+    rows, and its own times change only with them. Each listing goes into ``walked``."""
     try:
-        top = os.lstat(path)
+        if not stat.S_ISDIR(os.lstat(path).st_mode):
+            return None
     except OSError:
         return None
-    if not stat.S_ISDIR(top.st_mode):
-        return None
-    rows = [("", top.st_mode, top.st_size, top.st_ino, top.st_dev, top.st_mtime_ns,
-             top.st_ctime_ns)]
+    rows: list[tuple] = []
     pending = [("", path)]
     while pending:
         prefix, directory = pending.pop()
@@ -65,15 +64,19 @@ def _rows(path: str, walked: dict[str, list[os.DirEntry[str]]]) -> list[tuple] |
             if len(entries) > MAX_ENTRIES:
                 return None
             walked[directory] = entries = sorted(entries, key=_name)
-            for entry in entries:
+            for entry in entries:  # the entry's type is known from the listing
+                name = prefix + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    rows.append((f"{name}/",))
+                    pending.append((f"{name}/", entry.path))
+                    continue
                 status = entry.stat(follow_symlinks=False)
-                mode = status.st_mode
-                rows.append((prefix + entry.name, mode, status.st_size, status.st_ino,
-                             status.st_dev, status.st_mtime_ns, status.st_ctime_ns))
-                if stat.S_ISDIR(mode):
-                    pending.append((f"{prefix}{entry.name}/", entry.path))
-                elif not stat.S_ISREG(mode) or not status.st_ino or len(rows) > MAX_ENTRIES:
+                if not stat.S_ISREG(status.st_mode) or not status.st_ino:
                     return None
+                rows.append((name, status.st_size, status.st_ino, status.st_dev,
+                             status.st_mtime_ns, status.st_ctime_ns))
+            if len(rows) > MAX_ENTRIES:
+                return None
         except OSError:
             return None
     return rows
