@@ -150,7 +150,11 @@ class PlainZip:
 def _plain_name(name: bytes) -> bool:
     """Printable ASCII: the same text whether read as UTF-8 or cp437, and nothing that
     ``zipfile`` rewrites (it cuts a name at a NUL)."""
-    return bool(name) and all(0x20 <= byte < 0x7F for byte in name)
+    return bool(name) and not name.translate(None, _PRINTABLE_ASCII)
+
+
+#: The bytes of a plain name, each of them deleted by ``bytes.translate`` to see what is left.
+_PRINTABLE_ASCII = bytes(range(0x20, 0x7F))
 
 
 def _has_zip64(extra: bytes) -> bool:
