@@ -30,8 +30,8 @@ _TOKENS = (
     r"(?:\s+|#.*)"
     r"|([A-Za-z_][0-9A-Za-z_+-]*"
     r"|(?:[0-9+-]|\.[0-9])[0-9A-Za-z_.+-]*"
-    r"|\"(?:[^\"\n\\]|\\.)*\"?"
-    r"|'(?:[^'\n\\]|\\.)*'?"
+    r"|\"[^\"\n\\]*(?:\\.[^\"\n\\]*)*\"?"
+    r"|'[^'\n\\]*(?:\\.[^'\n\\]*)*'?"
     r"|.)"
 )
 # Integers and floats in the forms whose value is certain (text_format also takes hex, octal,
