@@ -514,12 +514,13 @@ def _ended(code: int) -> None:
     Evidence, views and modules: 10-15 ms of a 1,000-model check after its report is out,
     which the operating system does at once. Returns when the process does not end here
     (main then ends it as any other run); a lost output raises, as main's flush would."""
-    import atexit
-
     sys.stdout.flush()
-    pending = getattr(atexit, "_ncallbacks", None)  # CPython's; elsewhere never ended here
+    # A handler is registered through the atexit module: where nothing imported it, there is
+    # none. CPython counts them; elsewhere the process is never ended here.
+    atexit = sys.modules.get("atexit")
+    handlers = 0 if atexit is None else getattr(atexit, "_ncallbacks", lambda: 1)()
     threading = sys.modules.get("threading")
-    if (pending is None or pending() or sys.getprofile() is not None or sys.gettrace() is not None
+    if (handlers or sys.getprofile() is not None or sys.gettrace() is not None
             or (threading is not None and threading.active_count() > 1)):
         return
     with contextlib.suppress(OSError, ValueError):

@@ -143,15 +143,12 @@ def test_the_budget_sees_a_forbidden_import(tmp_path: Path) -> None:
 
 
 def test_check_does_not_import_heavy_modules() -> None:
-    probe = (
-        "import sys, runpy\n"
+    probe = (  # told at exit: the check's process is not torn down when nothing is left to run
+        "import atexit, sys, runpy\n"
         f"sys.argv = ['triton-doctor', 'check', '--format', 'json', '--exit-zero', {str(DEMO)!r}]\n"
-        "try:\n"
-        "    runpy.run_module('triton_doctor', run_name='__main__')\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        f"heavy = [m for m in {HEAVY!r} if m in sys.modules]\n"
-        "sys.stderr.write('HEAVY=' + ','.join(heavy))\n"
+        f"heavy = lambda: [m for m in {HEAVY!r} if m in sys.modules]\n"
+        "atexit.register(lambda: sys.stderr.write('HEAVY=' + ','.join(heavy())))\n"
+        "runpy.run_module('triton_doctor', run_name='__main__')\n"
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           timeout=60, check=False)
