@@ -15,7 +15,8 @@ import os
 import struct
 import zlib
 
-#: APPNOTE's signatures and fixed sizes.
+#: APPNOTE's signatures and fixed sizes (4.3.7-16): the local and central headers, the end record,
+#: its zip64 locator and the zip64 end record.
 CENTRAL = b"PK\x01\x02"
 LOCAL = b"PK\x03\x04"
 END = b"PK\x05\x06"
@@ -25,9 +26,9 @@ CENTRAL_BYTES, LOCAL_BYTES, END_BYTES = 46, 30, 22
 ZIP64_END_BYTES, LOCATOR_BYTES = 56, 20
 _CENTRAL = struct.Struct("<4s4B4HL2L5H2L")
 _LOCAL = struct.Struct("<4s2B4HL2L2H")
-_END = struct.Struct("<4s4H2LH")
-_ZIP64_END = struct.Struct("<4sQ2H2L4Q")
-_LOCATOR = struct.Struct("<4sLQL")
+END_RECORD = struct.Struct("<4s4H2LH")
+ZIP64_END_RECORD = struct.Struct("<4sQ2H2L4Q")
+LOCATOR_RECORD = struct.Struct("<4sLQL")
 #: General purpose flags that need what only ``zipfile`` does (or refuses): encryption,
 #: compressed patched data, strong encryption.
 _UNREAD_FLAGS = 1 << 0 | 1 << 5 | 1 << 6
@@ -95,18 +96,18 @@ class PlainZip:
         end = self._read(end_at, END_BYTES) if end_at >= 0 else b""
         if len(end) != END_BYTES:
             raise Unsure
-        signature, _, _, _, _, directory_bytes, directory_at, comment = _END.unpack(end)
+        signature, _, _, _, _, directory_bytes, directory_at, comment = END_RECORD.unpack(end)
         if signature != END or comment:
             raise Unsure
         locator_at = end_at - LOCATOR_BYTES
         locator = self._read(locator_at, LOCATOR_BYTES) if locator_at >= 0 else b""
         if locator[:4] != ZIP64_LOCATOR:
             return directory_at, directory_bytes, end_at
-        _, disk, _, disks = _LOCATOR.unpack(locator)
+        _, disk, _, disks = LOCATOR_RECORD.unpack(locator)
         record = self._read(locator_at - ZIP64_END_BYTES, ZIP64_END_BYTES)
         if disk or disks > 1 or len(record) != ZIP64_END_BYTES or record[:4] != ZIP64_END:
             raise Unsure
-        directory_bytes, directory_at = _ZIP64_END.unpack(record)[-2:]
+        directory_bytes, directory_at = ZIP64_END_RECORD.unpack(record)[-2:]
         return directory_at, directory_bytes, locator_at - ZIP64_END_BYTES
 
     def size_of(self, name: str) -> int | None:

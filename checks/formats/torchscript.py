@@ -15,13 +15,24 @@ from __future__ import annotations
 
 import ast
 import functools
-import struct
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO
 
 from triton_doctor.checks.formats import sniff
-from triton_doctor.checks.formats.plain_zip import PlainZip, Unsure
+from triton_doctor.checks.formats.plain_zip import (
+    END,
+    END_BYTES,
+    END_RECORD,
+    LOCATOR_BYTES,
+    LOCATOR_RECORD,
+    ZIP64_END,
+    ZIP64_END_BYTES,
+    ZIP64_END_RECORD,
+    ZIP64_LOCATOR,
+    PlainZip,
+    Unsure,
+)
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg, TorchScriptFacts
 from triton_doctor.safe_files import open_file
 
@@ -36,14 +47,8 @@ MAX_PICKLE_SCAN_BYTES = 1024 * 1024
 #: entries cost 1.6 GB); real TorchScript archives hold one entry per tensor, far fewer.
 MAX_ZIP_ENTRIES = 100_000
 MAX_ZIP_DIRECTORY_BYTES = 8 * 1024 * 1024
-#: The end-of-central-directory record, its zip64 locator and zip64 record (APPNOTE 4.3.14-16).
-EOCD = b"PK\x05\x06"
-EOCD_BYTES = 22
+#: The longest comment a zip's end record can announce.
 MAX_ZIP_COMMENT = 65535
-ZIP64_LOCATOR = b"PK\x06\x07"
-ZIP64_LOCATOR_BYTES = 20
-ZIP64_EOCD = b"PK\x06\x06"
-ZIP64_EOCD_BYTES = 56
 
 #: torch.save's legacy (non-zip) format starts with this number, pickled.
 LEGACY_TORCH_MAGIC = 0x1950A86A20F9469CFC6C
@@ -141,23 +146,23 @@ def _directory_over_budget(handle: BinaryIO) -> str | None:
     """Why the zip's central directory is too large to read, from its end records alone;
     None when it is within budget (or has no end record: ``zipfile`` then says it is bad)."""
     size = handle.seek(0, 2)
-    tail_start = max(0, size - EOCD_BYTES - MAX_ZIP_COMMENT - ZIP64_LOCATOR_BYTES
-                     - ZIP64_EOCD_BYTES)
+    tail_start = max(0, size - END_BYTES - MAX_ZIP_COMMENT - LOCATOR_BYTES
+                     - ZIP64_END_BYTES)
     handle.seek(tail_start)
     tail = handle.read()
     at = _end_record(tail)
     if at is None:
         return None
-    _, _, _, _, entries, directory_bytes, _, _ = struct.unpack_from("<4s4H2LH", tail, at)
-    locator = at - ZIP64_LOCATOR_BYTES
+    _, _, _, _, entries, directory_bytes, _, _ = END_RECORD.unpack_from(tail, at)
+    locator = at - LOCATOR_BYTES
     if locator >= 0 and tail[locator:locator + 4] == ZIP64_LOCATOR:
         # zipfile reads the zip64 record just before the locator (CPython 3.11's
         # _EndRecData64); others follow the locator's offset: the larger claim counts.
-        (record_at,) = struct.unpack_from("<Q", tail, locator + 8)
-        before = tail[max(0, locator - ZIP64_EOCD_BYTES):locator]
-        for record in (before, _read_at(handle, record_at, ZIP64_EOCD_BYTES, size)):
-            if record[:4] == ZIP64_EOCD and len(record) == ZIP64_EOCD_BYTES:
-                count, length = struct.unpack_from("<2Q", record, 32)
+        record_at = LOCATOR_RECORD.unpack_from(tail, locator)[2]
+        before = tail[max(0, locator - ZIP64_END_BYTES):locator]
+        for record in (before, _read_at(handle, record_at, ZIP64_END_BYTES, size)):
+            if record[:4] == ZIP64_END and len(record) == ZIP64_END_BYTES:
+                count, length = ZIP64_END_RECORD.unpack(record)[7:9]
                 entries, directory_bytes = max(entries, count), max(directory_bytes, length)
     if entries > MAX_ZIP_ENTRIES:
         return (f"its zip directory lists {entries} entries, over the {MAX_ZIP_ENTRIES} "
@@ -171,11 +176,11 @@ def _directory_over_budget(handle: BinaryIO) -> str | None:
 def _end_record(tail: bytes) -> int | None:
     """Where ``zipfile`` finds the end-of-central-directory record in the file's ``tail``:
     at the very end when it has no comment, else the last signature with 22 bytes after it."""
-    if len(tail) >= EOCD_BYTES and tail[-EOCD_BYTES:-EOCD_BYTES + 4] == EOCD \
+    if len(tail) >= END_BYTES and tail[-END_BYTES:-END_BYTES + 4] == END \
             and tail[-2:] == b"\0\0":
-        return len(tail) - EOCD_BYTES
-    at = tail.rfind(EOCD)
-    return at if at >= 0 and at + EOCD_BYTES <= len(tail) else None
+        return len(tail) - END_BYTES
+    at = tail.rfind(END)
+    return at if at >= 0 and at + END_BYTES <= len(tail) else None
 
 
 def _read_at(handle: BinaryIO, offset: int, count: int, size: int) -> bytes:
