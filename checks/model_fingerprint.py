@@ -35,26 +35,30 @@ def fingerprint(path: str, now_ns: int,
     from triton_doctor.cache import digest
 
     walked: dict[str, list[os.DirEntry[str]]] = {} if listings is None else listings
-    rows = _rows(path, walked)
-    if rows is None:
+    walk = _rows(path, walked)
+    if walk is None:
         walked.clear()
         return None
-    if max((max(row[4], row[5]) for row in rows if len(row) > 1), default=0) > now_ns - SETTLE_NS:
+    rows, newest = walk
+    if newest > now_ns - SETTLE_NS:
         return None
     return digest(repr(rows))
 
 
-def _rows(path: str, walked: dict[str, list[os.DirEntry[str]]]) -> list[tuple] | None:
+def _rows(path: str, walked: dict[str, list[os.DirEntry[str]]]
+          ) -> tuple[list[tuple], int] | None:
     """Each file's (relative name, size, inode, device, mtime, ctime) and each directory's
-    (relative name with a slash), in the order of a walk over listings sorted by name; None
-    when the directory cannot be cached. A directory needs no ``stat``: what is in it is its
-    rows, and its own times change only with them. Each listing goes into ``walked``."""
+    (relative name with a slash), in the order of a walk over listings sorted by name, and the
+    newest of the files' times (0 for none); None when the directory cannot be cached. A
+    directory needs no ``stat``: what is in it is its rows, and its own times change only with
+    them. Each listing goes into ``walked``."""
     try:
         if not stat.S_ISDIR(os.lstat(path).st_mode):
             return None
     except OSError:
         return None
     rows: list[tuple] = []
+    newest = 0
     pending = [("", path)]
     while pending:
         prefix, directory = pending.pop()
@@ -75,11 +79,12 @@ def _rows(path: str, walked: dict[str, list[os.DirEntry[str]]]) -> list[tuple] |
                     return None
                 rows.append((name, status.st_size, status.st_ino, status.st_dev,
                              status.st_mtime_ns, status.st_ctime_ns))
+                newest = max(newest, status.st_mtime_ns, status.st_ctime_ns)
             if len(rows) > MAX_ENTRIES:
                 return None
         except OSError:
             return None
-    return rows
+    return rows, newest
 
 
 def _name(entry: os.DirEntry[str]) -> str:

@@ -41,6 +41,10 @@ class FileTooLarge(OSError):
         self.size = size
 
 
+#: What ``read_file`` asks for at a time once past the size the file had when opened.
+READ_BYTES = 1 << 20
+
+
 def kind_of(mode: int) -> str:
     """What a file that is not a regular file is, in words ("a character device")."""
     return SPECIAL.get(stat.S_IFMT(mode), "a special file")
@@ -90,10 +94,6 @@ def read_start(path: str | os.PathLike[str], count: int) -> tuple[bytes, int]:
     finally:
         os.close(handle)
     return head, status.st_size
-
-
-#: What ``read_file`` asks for at a time once past the size the file had when opened.
-READ_BYTES = 1 << 20
 
 
 def _opened(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
