@@ -25,13 +25,13 @@ MAX_ENTRIES = 10_000
 SETTLE_NS = 3_000_000_000
 
 
-def fingerprint(path: str, now_ns: int,
+def fingerprint(path: str | os.DirEntry[str], now_ns: int,
                 listings: dict[str, list[os.DirEntry[str]]] | None = None) -> str | None:
-    """A digest of everything below the model directory ``path``; None when the directory
-    cannot be cached (see the module), or changed within SETTLE_NS of ``now_ns``. Given
-    ``listings``, it is filled with each directory's entries by path, sorted by name, when the
-    walk listed every one (else left empty): the reader of the model, which lists the same
-    directories, takes them from there."""
+    """A digest of everything below the model directory ``path`` (or the entry listing it);
+    None when the directory cannot be cached (see the module), or changed within SETTLE_NS of
+    ``now_ns``. Given ``listings``, it is filled with each directory's entries by path, sorted
+    by name, when the walk listed every one (else left empty): the reader of the model, which
+    lists the same directories, takes them from there."""
     from triton_doctor.cache import digest
 
     walked: dict[str, list[os.DirEntry[str]]] = {} if listings is None else listings
@@ -45,21 +45,23 @@ def fingerprint(path: str, now_ns: int,
     return digest(repr(rows))
 
 
-def _rows(path: str, walked: dict[str, list[os.DirEntry[str]]]
+def _rows(path: str | os.DirEntry[str], walked: dict[str, list[os.DirEntry[str]]]
           ) -> tuple[list[tuple], int] | None:
     """Each file's (relative name, size, inode, device, mtime, ctime) and each directory's
     (relative name with a slash), in the order of a walk over listings sorted by name, and the
     newest of the files' times (0 for none); None when the directory cannot be cached. A
     directory needs no ``stat``: what is in it is its rows, and its own times change only with
-    them. Each listing goes into ``walked``."""
+    them (an entry's listing tells it is a directory, not a link to one). Each listing goes
+    into ``walked``."""
     try:
-        if not stat.S_ISDIR(os.lstat(path).st_mode):
+        if not (path.is_dir(follow_symlinks=False) if isinstance(path, os.DirEntry)
+                else stat.S_ISDIR(os.lstat(path).st_mode)):
             return None
     except OSError:
         return None
     rows: list[tuple] = []
     newest = 0
-    pending = [("", path)]
+    pending = [("", os.fspath(path))]
     while pending:
         prefix, directory = pending.pop()
         try:

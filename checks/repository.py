@@ -92,7 +92,7 @@ def _key(entry: os.DirEntry[str], now: int,
          listed: dict[str, list[os.DirEntry[str]]] | None = None) -> str | None:
     """The entry's fingerprint; None for what is no model, or cannot be cached. ``listed``
     gets the listings the fingerprint made (see ``fingerprint``)."""
-    return None if _ignored(entry) else fingerprint(entry.path, now, listed)
+    return None if _ignored(entry) else fingerprint(entry, now, listed)
 
 
 def _ignored(entry: os.DirEntry[str]) -> bool:

@@ -138,17 +138,30 @@ def _received(reading: int, inbox: bytearray, wait: bool) -> list[tuple[int, lis
 #: What a child's result pipe is asked to hold (Linux's default cap), so that a child is not
 #: held up while this process is busy with a run of its own or ``meanwhile``; 64 KiB elsewhere.
 PIPE_BYTES = 1 << 20
-#: Runs of items per process: enough that the last run taken leaves little imbalance.
+#: Runs of items per process, before the last ones taper (see ``_runs``).
 RUNS_PER_PROCESS = 24
+#: The runs taper once the items left would fill fewer than this many full runs a process.
+TAPER_RUNS = 4
 #: The most runs: their tickets must fit in one write to an empty pipe (4 bytes each).
 MAX_RUNS = 1024
 
 
 def _runs(count: int, jobs: int) -> list[tuple[int, int]]:
-    """``range(count)`` cut into consecutive (start, stop) runs, about RUNS_PER_PROCESS for
-    each of ``jobs`` processes, at most MAX_RUNS."""
-    size = max(1, -(-count // min(jobs * RUNS_PER_PROCESS, MAX_RUNS)))
-    return [(start, min(start + size, count)) for start in range(0, count, size)]
+    """``range(count)`` cut into consecutive (start, stop) runs, taken in this order: about
+    RUNS_PER_PROCESS for each of ``jobs`` processes, then shorter ones as the items left run
+    out (at most the items left over ``jobs * TAPER_RUNS``), so that the process taking the
+    last run finishes about when the others do: runs of one size leave it up to a whole run
+    behind them. No run is shorter than a share of MAX_RUNS // 2, so there are at most that
+    many."""
+    shortest = max(1, -(-count // (MAX_RUNS // 2)))
+    full = max(shortest, -(-count // (jobs * RUNS_PER_PROCESS)))
+    runs = []
+    start = 0
+    while start < count:
+        size = max(shortest, min(full, -(-(count - start) // (jobs * TAPER_RUNS))))
+        runs.append((start, min(start + size, count)))
+        start += size
+    return runs
 
 
 def _tickets(count: int) -> int | None:

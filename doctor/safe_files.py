@@ -2,10 +2,10 @@
 
 A FIFO named config.pbtxt blocks an ordinary ``open`` forever, ``/dev/zero`` given as a settings
 file never ends, and writing ``-o /dev/null`` by temporary file and rename replaces the device
-with a regular file. Every file a repository or a user names goes through ``open_file`` or
-``read_file`` (regular files only, size capped by the caller's kind), except the server log,
-which may be a pipe and has its own bounded reader (checks/logs.py); every file the tool writes
-goes through ``write_file``.
+with a regular file. Every file a repository or a user names goes through ``open_file``,
+``open_descriptor`` or ``read_file`` (regular files only; ``read_file`` caps the size by the
+caller's kind), except the server log, which may be a pipe and has its own bounded reader
+(checks/logs.py); every file the tool writes goes through ``write_file``.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _mib(size: int) -> str:
 def open_file(path: str | os.PathLike[str]) -> BinaryIO:
     """``path`` opened for reading in binary if it is a regular file (after symbolic links);
     raises NotRegularFile for anything else, OSError when it cannot be opened."""
-    return os.fdopen(_opened(path)[0], "rb")
+    return os.fdopen(open_descriptor(path)[0], "rb")
 
 
 def read_file(path: str | os.PathLike[str], cap: int) -> bytes:
@@ -66,7 +66,7 @@ def read_file(path: str | os.PathLike[str], cap: int) -> bytes:
 
     Read straight from the descriptor, asking for the size ``fstat`` gives: a buffered read
     of ``cap`` bytes would first allocate all of them (8 MiB for a config of 300 bytes)."""
-    handle, status = _opened(path)
+    handle, status = open_descriptor(path)
     chunks: list[bytes] = []
     read, wanted = 0, min(status.st_size, cap) + 1
     try:
@@ -86,19 +86,26 @@ def read_file(path: str | os.PathLike[str], cap: int) -> bytes:
 def read_start(path: str | os.PathLike[str], count: int) -> tuple[bytes, int]:
     """(the first ``count`` bytes, fewer in a shorter file; its size) of the regular file at
     ``path``."""
-    handle, status = _opened(path)
+    handle, status = open_descriptor(path)
     try:
-        head = os.read(handle, count)
-        while len(head) < count and (more := os.read(handle, count - len(head))):
-            head += more
+        return read_at(handle, 0, count), status.st_size
     finally:
         os.close(handle)
-    return head, status.st_size
 
 
-def _opened(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
-    """A descriptor open for reading on ``path`` and its status, if it is a regular file (after
-    symbolic links); raises NotRegularFile for anything else.
+def read_at(handle: int, offset: int, count: int) -> bytes:
+    """``count`` bytes at ``offset`` of the open regular file ``handle``, fewer past its end;
+    its position does not move."""
+    data = os.pread(handle, count, offset)
+    while len(data) < count and (more := os.pread(handle, count - len(data),
+                                                  offset + len(data))):
+        data += more
+    return data
+
+
+def open_descriptor(path: str | os.PathLike[str]) -> tuple[int, os.stat_result]:
+    """A descriptor open for reading on ``path`` (the caller closes it) and its status, if it
+    is a regular file (after symbolic links); raises NotRegularFile for anything else.
 
     Stat first, so a device is never opened at all; the open itself does not block (a FIFO
     swapped in between is opened without waiting for a writer, then refused by ``fstat``).

@@ -172,6 +172,21 @@ def test_models_that_cannot_be_fingerprinted_are_read_every_time(tmp_path: Path)
     assert fingerprint(str(model), later) is None
 
 
+def test_a_model_fingerprinted_by_its_listed_entry_is_fingerprinted_as_by_its_path(
+        tmp_path: Path) -> None:
+    """The repository's listing tells a directory from a link to one without a ``stat``: the
+    same fingerprint for the one, none for the other (a link may lead anywhere)."""
+    model = tmp_path / "m"
+    (model / "1").mkdir(parents=True)
+    (model / "config.pbtxt").write_text('backend: "python"\n')
+    (tmp_path / "linked").symlink_to(model)
+    later = time.time_ns() + 2 * SETTLE_NS
+    entries = {entry.name: entry for entry in os.scandir(tmp_path)}
+    assert fingerprint(entries["m"], later) == fingerprint(str(model), later) is not None
+    assert fingerprint(entries["linked"], later) is None
+    assert fingerprint(str(tmp_path / "linked"), later) is None
+
+
 def test_a_fingerprint_hands_its_listings_to_the_reader_only_when_whole(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The model read from the fingerprint's listings is the model read by listing again, and
@@ -327,6 +342,20 @@ def test_results_come_back_as_they_were_made_whichever_way_they_travel() -> None
         "    print('pickle' in sys.modules)\n"
     )
     assert _printed(script) == ["False", "True", "True"]
+
+
+def test_runs_cover_every_item_once_and_taper_at_the_end() -> None:
+    """The last runs are short, so that no process is left with a long one while the others
+    are done; the runs stay within what a ticket pipe holds."""
+    from triton_doctor.parallel import MAX_RUNS, _runs
+
+    for count, jobs in [(1, 2), (9, 3), (64, 2), (1000, 2), (100_000, 8), (100_000, 300)]:
+        runs = _runs(count, jobs)
+        assert [start for start, _ in runs] == [0] + [stop for _, stop in runs[:-1]]
+        assert runs[-1][1] == count and all(stop > start for start, stop in runs)
+        assert len(runs) <= MAX_RUNS // 2
+    sizes = [stop - start for start, stop in _runs(1000, 2)]
+    assert sizes[0] == 21 and sizes[-1] <= 2 and sizes == sorted(sizes, reverse=True)
 
 
 def _printed(script: str) -> list[str]:

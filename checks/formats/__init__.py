@@ -1,8 +1,9 @@
 """Read the model file a backend would load, by its byte layout only.
 
-Each reader takes a path and returns a ``ModelFile``; none of them raises on bad input, and
-none executes, imports or unpickles anything: ONNX is walked on the protobuf wire, TorchScript
-is read as a zip (code with ``ast``), TensorRT plans by their header, OpenVINO IR as XML.
+Each reader takes a path (or a descriptor open on it) and returns a ``ModelFile``; none of
+them raises on bad input, and none executes, imports or unpickles anything: ONNX is walked on
+the protobuf wire, TorchScript is read as a zip (code with ``ast``), TensorRT plans by their
+header, OpenVINO IR as XML.
 """
 
 from __future__ import annotations
@@ -13,29 +14,46 @@ from collections.abc import Callable
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile
+from triton_doctor.safe_files import open_descriptor
 
 #: ENOENT for a file that was just listed in its version directory: a dangling link.
 LISTED_BUT_MISSING = "does not exist (dangling symbolic link?)"
 
 
-def _reader(module: str, name: str) -> Callable[..., ModelFile]:
-    """The reader ``name`` of ``module``, imported when it first reads a file: a repository
-    of ONNX models never loads the zip, XML or plan readers."""
+def _onnx(handle: int, size: int, head: bytes, path: str, **options: Callable[[], bool]
+          ) -> ModelFile:
+    from triton_doctor.checks.formats.onnx import read_open_onnx
 
-    def read(path: str, **options: Callable[[], bool]) -> ModelFile:
-        found: Callable[..., ModelFile] = getattr(
-            __import__(f"triton_doctor.checks.formats.{module}", fromlist=[name]), name)
-        return found(path, **options)
-
-    return read
+    return read_open_onnx(handle, size, path, **options)
 
 
-#: Readers by backend; other backends' files are only sniffed.
-READERS = {
-    "onnxruntime": _reader("onnx", "read_onnx"),
-    "pytorch": _reader("torchscript", "read_torchscript"),
-    "tensorrt": _reader("tensorrt", "read_plan"),
-    "openvino": _reader("openvino", "read_openvino"),
+def _plan(handle: int, size: int, head: bytes, path: str) -> ModelFile:
+    from triton_doctor.checks.formats.tensorrt import read_open_plan
+
+    return read_open_plan(handle, size, path)
+
+
+def _torchscript(handle: int, size: int, head: bytes, path: str) -> ModelFile:
+    from triton_doctor.checks.formats.torchscript import read_open_torchscript
+
+    return read_open_torchscript(handle, size, path, head)
+
+
+def _openvino(handle: int, size: int, head: bytes, path: str) -> ModelFile:
+    """The IR's XML, read whole within its cap by path (rare beside the others)."""
+    from triton_doctor.checks.formats.openvino import read_openvino
+
+    return read_openvino(path)
+
+
+#: Readers by backend, each imported when it first reads a file (a repository of ONNX models
+#: never loads the zip, XML or plan readers); other backends' files are only sniffed. Each
+#: takes the descriptor open on the file, its size and first bytes, and its path.
+READERS: dict[str, Callable[..., ModelFile]] = {
+    "onnxruntime": _onnx,
+    "pytorch": _torchscript,
+    "tensorrt": _plan,
+    "openvino": _openvino,
 }
 #: What a reader meeting bytes it did not expect may raise; any of them is that file's problem.
 PARSE_ERRORS = (ValueError, OverflowError, struct.error, RecursionError, MemoryError)
@@ -70,11 +88,29 @@ def _read(model_path: str, relative: str, backend: str,
             return ModelFile(path=relative, kind="directory",
                              problem="is a directory without a model.onnx file in it (ONNX "
                              "Runtime loads <directory>/model.onnx)")
-        found = READERS["onnxruntime"](inner, may_quote=may_quote)
+        from triton_doctor.checks.formats.onnx import read_onnx
+
+        found = read_onnx(inner, may_quote=may_quote)
         found.path = relative
         return found
     try:
-        head, size = sniff.read_head(path)
+        handle, status = open_descriptor(path)
+    except OSError as error:
+        return sniff.unreadable_file(relative, error, missing=LISTED_BUT_MISSING)
+    try:
+        found = _read_open(handle, status.st_size, path, relative, backend, may_quote)
+    finally:
+        os.close(handle)
+    found.path = relative
+    return found
+
+
+def _read_open(handle: int, size: int, path: str, relative: str, backend: str,
+               may_quote: Callable[[], bool]) -> ModelFile:
+    """``_read`` of the file open on ``handle``: sniffed from its first bytes, then read by
+    its backend's reader from the same descriptor (one open of the file in all)."""
+    try:
+        head = sniff.head_of(handle)
     except OSError as error:
         return sniff.unreadable_file(relative, error, missing=LISTED_BUT_MISSING)
     kind = sniff.sniff_bytes(head, size)
@@ -91,7 +127,5 @@ def _read(model_path: str, relative: str, backend: str,
     if reader is None:
         return ModelFile(path=relative, size_bytes=size, kind=kind)
     # Only the ONNX reader quotes a file's text (how a text file that is no model begins).
-    found = (reader(path, may_quote=may_quote) if backend == "onnxruntime"
-             else reader(path))
-    found.path = relative
-    return found
+    return (reader(handle, size, head, path, may_quote=may_quote) if backend == "onnxruntime"
+            else reader(handle, size, head, path))

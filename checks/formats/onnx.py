@@ -19,7 +19,6 @@ from triton_doctor.checks.formats import sniff
 from triton_doctor.checks.formats.paged import FileChanged, PagedFile
 from triton_doctor.evidence import ModelFile, OnnxFacts, TensorInfo
 from triton_doctor.records import field, record
-from triton_doctor.safe_files import open_file
 
 # Protobuf wire types.
 VARINT, I64, LEN, I32 = 0, 1, 2, 5
@@ -598,12 +597,18 @@ def check_external(path: str, locations: list[str]) -> tuple[list[str], list[str
 def read_onnx(path: str, *, may_quote: Callable[[], bool] = lambda: True) -> ModelFile:
     """Read ``path`` as an ONNX model; never raises: trouble goes into ``ModelFile.problem``,
     which quotes the beginning of a text file only where ``may_quote()`` says so."""
+    return sniff.read_opened(path, lambda handle, size: read_open_onnx(
+        handle, size, path, may_quote=may_quote))
+
+
+def read_open_onnx(handle: int, size: int, path: str, *,
+                   may_quote: Callable[[], bool] = lambda: True) -> ModelFile:
+    """``read_onnx`` of the file open on ``handle``, ``size`` bytes long when opened (the
+    caller closes it)."""
     try:
-        with open_file(path) as handle:
-            size = os.fstat(handle.fileno()).st_size
-            if size == 0:
-                return sniff.empty_file(path)
-            return read_wire(Wire(PagedFile(handle.fileno(), size), size), path, may_quote)
+        if size == 0:
+            return sniff.empty_file(path)
+        return read_wire(Wire(PagedFile(handle, size), size), path, may_quote)
     except FileChanged as error:
         return ModelFile(path=path, problem=str(error))
     except OSError as error:

@@ -7,11 +7,13 @@ with a metadata prefix. Reading 64 bytes tells these apart before a format reade
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Callable
 
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ModelFile
-from triton_doctor.safe_files import read_start
+from triton_doctor.safe_files import open_descriptor, read_at, read_start
 
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 ZIP_MAGIC = b"PK\x03\x04"
@@ -66,6 +68,24 @@ def describe_lfs_pointer(head: bytes) -> str:
         if size:
             return size.group(1)
     return ""
+
+
+def read_opened(path: str, read: Callable[[int, int], ModelFile]) -> ModelFile:
+    """``read(descriptor, size)`` of the regular file at ``path``, opened for it and closed
+    after; the file's problem when it cannot be opened."""
+    try:
+        handle, status = open_descriptor(path)
+    except OSError as error:
+        return unreadable_file(path, error)
+    try:
+        return read(handle, status.st_size)
+    finally:
+        os.close(handle)
+
+
+def head_of(handle: int) -> bytes:
+    """The first bytes of the file open on ``handle``."""
+    return read_at(handle, 0, HEAD_BYTES)
 
 
 def read_head(path: str) -> tuple[bytes, int]:

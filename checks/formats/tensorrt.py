@@ -27,7 +27,6 @@ from typing import Any, BinaryIO
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile, PlanFacts, too_deep
 from triton_doctor.records import record
-from triton_doctor.safe_files import open_file
 
 #: Bytes of a plan (or engine blob) that the reader looks at; the header is far smaller.
 HEADER_BYTES = 64 * 1024
@@ -64,10 +63,15 @@ class _Token:
 
 def read_plan(path: str) -> ModelFile:
     """What the plan header at ``path`` says; never raises on bad input."""
+    return sniff.read_opened(path, lambda handle, size: read_open_plan(handle, size, path))
+
+
+def read_open_plan(handle: int, size: int, path: str) -> ModelFile:
+    """``read_plan`` of the file open on ``handle``, ``size`` bytes long when opened (the
+    caller closes it)."""
     try:
-        with open_file(path) as handle:
-            size = os.fstat(handle.fileno()).st_size
-            return _read_open_plan(handle, path, size)
+        with os.fdopen(handle, "rb", closefd=False) as opened:
+            return _read_open_plan(opened, path, size)
     except OSError as error:
         return sniff.unreadable_file(path, error)
 

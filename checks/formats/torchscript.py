@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, BinaryIO
@@ -34,7 +35,6 @@ from triton_doctor.checks.formats.plain_zip import (
     Unsure,
 )
 from triton_doctor.evidence import ModelFile, TensorInfo, TorchScriptArg, TorchScriptFacts
-from triton_doctor.safe_files import open_file
 
 if TYPE_CHECKING:
     import zipfile
@@ -83,8 +83,16 @@ ZIP_ERRORS = (OSError, EOFError, ValueError, NotImplementedError, RuntimeError, 
 
 def read_torchscript(path: str) -> ModelFile:
     """What the archive at ``path`` declares; never raises on bad input."""
+    return sniff.read_opened(path, lambda handle, size: read_open_torchscript(
+        handle, size, path))
+
+
+def read_open_torchscript(handle: int, size: int, path: str,
+                          head: bytes | None = None) -> ModelFile:
+    """``read_torchscript`` of the file open on ``handle``, ``size`` bytes long when opened
+    (the caller closes it); ``head``: its first bytes, where the caller read them."""
     try:
-        head, size = sniff.read_head(path)
+        head = sniff.head_of(handle) if head is None else head
     except OSError as error:
         return sniff.unreadable_file(path, error)
     kind = sniff.sniff_bytes(head, size)
@@ -97,21 +105,21 @@ def read_torchscript(path: str) -> ModelFile:
     elif kind != "zip":
         found.problem = "is not a TorchScript archive (not a zip file)"
     else:
-        _read_zip(path, found)
+        _read_zip(handle, path, found)
     return found
 
 
-def _read_zip(path: str, found: ModelFile) -> None:
+def _read_zip(descriptor: int, path: str, found: ModelFile) -> None:
     """The archive read as a plain zip (plain_zip), or by ``zipfile`` where that is not
     certain of the answer."""
     found.kind = "zip"
     try:
-        with open_file(path) as handle:
+        with os.fdopen(descriptor, "rb", closefd=False) as handle:
             found.not_read = _directory_over_budget(handle)
             if found.not_read is not None:
                 return
             try:
-                plain = PlainZip(handle.fileno())
+                plain = PlainZip(descriptor)
                 _read_archive(plain.names, functools.partial(_plain_member, plain), path, found)
                 return
             except Unsure:

@@ -159,7 +159,7 @@ def test_tensorrt_section_offset_beyond_the_file(tmp_path: Path) -> None:
 
 def test_a_reader_failing_on_unforeseen_bytes_fails_only_that_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(path: str) -> None:
+    def broken(handle: int, size: int, head: bytes, path: str) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
     monkeypatch.setitem(formats.READERS, "tensorrt", broken)
