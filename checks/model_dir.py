@@ -12,6 +12,7 @@ import itertools
 import os
 
 from triton_doctor.checks.formats import lfs, read_model_file
+from triton_doctor.checks.formats.sniff import Heads
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import (
     MAX_TREE_DEPTH,
@@ -83,8 +84,9 @@ def collect_model(entry: os.DirEntry[str], config_name: str | None, real_root: s
     tree, model.tree_stopped_after = _tree(entry.path, listed)
     model.tree = [display_name(path) for path in tree]
     model.data_files = _data_files(entry.path, tree)
-    model.lfs_pointers = lfs.find_pointers(entry.path, tree)
-    _read_model_files(model, [child.path for child in subdirs], real_root)
+    heads: Heads = {}  # what reading the model's files saw of them, for the LFS scan
+    _read_model_files(model, [child.path for child in subdirs], real_root, heads)
+    model.lfs_pointers = lfs.find_pointers(entry.path, tree, heads)
     return model
 
 
@@ -96,20 +98,22 @@ def _inside(path: str, real_root: str) -> bool:
     return os.path.commonpath([os.path.realpath(path), real_root]) == real_root
 
 
-def _read_model_files(model: ModelDir, subdir_paths: list[str], real_root: str) -> None:
+def _read_model_files(model: ModelDir, subdir_paths: list[str], real_root: str,
+                      heads: Heads) -> None:
     """Read, in every version directory, the files the model's backend would load.
 
     Which files those are follows from the config as the server completes it (backend,
     default_model_filename, cc_model_filenames); only their headers are read. A Python
     model's file is parsed with ``ast``; ``subdir_paths`` are the real paths of
-    ``model.subdirs``.
+    ``model.subdirs``. ``heads`` gets each file's first bytes and size, by path.
     """
     parsed = (model_config.parsed(model.config) if model.config.present
               else model_config.new_config())
     config, _ = normalize.complete(
         parsed if parsed is not None else model_config.new_config(), model.name, model)
     if config.backend == "python":
-        _read_python_files(model, subdir_paths, config.default_model_filename or "model.py")
+        _read_python_files(model, subdir_paths, config.default_model_filename or "model.py",
+                           heads)
     if parsed is None or config.backend in ("", "python") or config.platform == "ensemble":
         return
     names = [config.default_model_filename, *config.cc_model_filenames.values()]
@@ -122,12 +126,13 @@ def _read_model_files(model: ModelDir, subdir_paths: list[str], real_root: str) 
                 relative = f"{os.path.basename(directory)}/{name}"
                 inside = functools.partial(_inside, os.path.join(directory, name), real_root)
                 found = read_model_file(os.path.dirname(directory), relative, config.backend,
-                                        may_quote=inside)
+                                        may_quote=inside, heads=heads)
                 found.path = display_name(found.path)
                 subdir.model_files.append(found)
 
 
-def _read_python_files(model: ModelDir, subdir_paths: list[str], filename: str) -> None:
+def _read_python_files(model: ModelDir, subdir_paths: list[str], filename: str,
+                       heads: Heads) -> None:
     """Parse the file the Python backend imports from each version directory (only that one:
     a directory of 100,000 .py files must not cost 100,000 parses)."""
     for subdir, directory in zip(model.subdirs, subdir_paths, strict=True):
@@ -140,7 +145,7 @@ def _read_python_files(model: ModelDir, subdir_paths: list[str], filename: str) 
             from triton_doctor.checks.python_source import read_python_source
 
             subdir.python.append(read_python_source(os.path.join(directory, filename),
-                                                    subdir.entries))
+                                                    subdir.entries, heads))
 
 
 def _list(path: str, budget: int) -> tuple[list[os.DirEntry[str]], int | None]:

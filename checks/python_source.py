@@ -9,6 +9,7 @@ import os
 from triton_doctor.checks.ast_index import NodeIndex
 from triton_doctor.checks.autocomplete_calls import follow
 from triton_doctor.checks.formats import LISTED_BUT_MISSING
+from triton_doctor.checks.formats.sniff import HEAD_BYTES, Heads
 from triton_doctor.checks.python_initialize import initialize_reads
 from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import AutoCompleteFacts, PythonSource
@@ -23,9 +24,11 @@ DYNAMIC_NAMES = frozenset({"exec", "eval", "globals", "locals", "vars", "setattr
 MAX_PACKAGE_ENTRIES = 10_000
 
 
-def read_python_source(path: str, entries: list[str] | None = None) -> PythonSource:
+def read_python_source(path: str, entries: list[str] | None = None,
+                       heads: Heads | None = None) -> PythonSource:
     """What the file at ``path``, just listed in its version directory (whose ``entries``
-    are given), defines: nothing is read when Python imports something else in its place."""
+    are given), defines: nothing is read when Python imports something else in its place.
+    ``heads`` gets the file's first bytes and size."""
     source = PythonSource(name=os.path.basename(path))
     source.imported_instead = imported_instead(os.path.dirname(path), entries or [],
                                                source.name)
@@ -40,6 +43,8 @@ def read_python_source(path: str, entries: list[str] | None = None) -> PythonSou
     except OSError as error:
         source.unreadable = describe_os_error(error, missing=LISTED_BUT_MISSING)
         return source
+    if heads is not None:
+        heads[path] = data[:HEAD_BYTES], len(data)
     try:
         tree = ast.parse(data, filename=source.name)
     except (SyntaxError, ValueError) as error:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
 from triton_doctor.checks.formats.lfs import MAX_POINTER_BYTES, find_pointers
 from triton_doctor.checks.repository import collect_repository
 
@@ -53,3 +54,25 @@ def test_a_config_in_pointer_form_is_left_to_the_config_reader(tmp_path: Path) -
     (model,) = collect_repository(tmp_path).models
     assert list(model.lfs_pointers) == ["1/tokenizer.json"]
     assert model.config.syntax_error is not None
+
+
+def test_a_file_the_model_read_is_looked_at_as_read_not_opened_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model file and a model.py are opened once, by their readers; the scan looks at what
+    those read, and opens the other small files itself."""
+    _write(tmp_path, "vision/config.pbtxt", b'backend: "onnxruntime"\n')
+    _write(tmp_path, "vision/1/model.onnx", POINTER)
+    _write(tmp_path, "vision/1/labels.txt", POINTER)
+    _write(tmp_path, "vision/2/model.onnx", b"\x08\x07" + b"\0" * 2000)  # too large for one
+    _write(tmp_path, "scorer/config.pbtxt", b'backend: "python"\n')
+    _write(tmp_path, "scorer/1/model.py", POINTER)
+    opened: list[str] = []
+    real_open = os.open
+    monkeypatch.setattr(os, "open", lambda path, *args, **kwargs: opened.append(
+        os.path.relpath(path, tmp_path)) or real_open(path, *args, **kwargs))
+    models = {model.name: model for model in collect_repository(tmp_path).models}
+    assert models["vision"].lfs_pointers == {"1/labels.txt": "4096", "1/model.onnx": "4096"}
+    assert models["scorer"].lfs_pointers == {"1/model.py": "4096"}
+    files = sorted(name for name in opened if not name.endswith(("/1", "/2", "config.pbtxt")))
+    assert files == ["scorer/1/model.py", "vision/1/labels.txt", "vision/1/model.onnx",
+                     "vision/2/model.onnx"]

@@ -60,23 +60,25 @@ PARSE_ERRORS = (ValueError, OverflowError, struct.error, RecursionError, MemoryE
 
 
 def read_model_file(model_path: str, relative: str, backend: str, *,
-                    may_quote: Callable[[], bool] = lambda: True) -> ModelFile:
+                    may_quote: Callable[[], bool] = lambda: True,
+                    heads: sniff.Heads | None = None) -> ModelFile:
     """The file ``relative`` (``1/model.onnx``) of a model directory, as ``backend`` sees it;
-    a problem quotes the file's own text only where ``may_quote()`` (asked then) says so.
+    a problem quotes the file's own text only where ``may_quote()`` (asked then) says so;
+    ``heads`` gets the file's first bytes and size.
 
     ``relative`` was listed in its directory a moment before, so one that is gone now is a
     dangling symbolic link, and is called so (as config.pbtxt is). A reader that fails on
     bytes it did not foresee makes that the file's problem, never the end of the check.
     """
     try:
-        return _read(model_path, relative, backend, may_quote)
+        return _read(model_path, relative, backend, may_quote, {} if heads is None else heads)
     except PARSE_ERRORS as error:
         return ModelFile(path=relative, problem=f"cannot be parsed: {type(error).__name__}: "
                          f"{error} (the file is corrupt, or triton-doctor misreads it)")
 
 
-def _read(model_path: str, relative: str, backend: str,
-          may_quote: Callable[[], bool]) -> ModelFile:
+def _read(model_path: str, relative: str, backend: str, may_quote: Callable[[], bool],
+          heads: sniff.Heads) -> ModelFile:
     path = os.path.join(model_path, relative)
     if os.path.isdir(path):
         if backend != "onnxruntime":
@@ -98,7 +100,7 @@ def _read(model_path: str, relative: str, backend: str,
     except OSError as error:
         return sniff.unreadable_file(relative, error, missing=LISTED_BUT_MISSING)
     try:
-        found = _read_open(handle, status.st_size, path, relative, backend, may_quote)
+        found = _read_open(handle, status.st_size, path, relative, backend, may_quote, heads)
     finally:
         os.close(handle)
     found.path = relative
@@ -106,13 +108,14 @@ def _read(model_path: str, relative: str, backend: str,
 
 
 def _read_open(handle: int, size: int, path: str, relative: str, backend: str,
-               may_quote: Callable[[], bool]) -> ModelFile:
+               may_quote: Callable[[], bool], heads: sniff.Heads) -> ModelFile:
     """``_read`` of the file open on ``handle``: sniffed from its first bytes, then read by
     its backend's reader from the same descriptor (one open of the file in all)."""
     try:
         head = sniff.head_of(handle)
     except OSError as error:
         return sniff.unreadable_file(relative, error, missing=LISTED_BUT_MISSING)
+    heads[path] = head, size
     kind = sniff.sniff_bytes(head, size)
     if kind == "empty":
         return sniff.empty_file(relative)

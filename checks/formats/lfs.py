@@ -18,19 +18,23 @@ from triton_doctor.printable import display_name
 MAX_POINTER_BYTES = 1024
 
 
-def find_pointers(model_path: str, tree: list[str]) -> dict[str, str]:
+def find_pointers(model_path: str, tree: list[str],
+                  heads: sniff.Heads | None = None) -> dict[str, str]:
     """Pointer files among ``tree`` (paths relative to ``model_path``, as the repository walk
     lists them, already bounded in depth and count): shown path -> the size the pointer
-    records ("" when it records none). Links are followed: a link to a pointer is one."""
+    records ("" when it records none). Links are followed: a link to a pointer is one. A file
+    in ``heads`` was read already: what was read is looked at."""
     found: dict[str, str] = {}
     for relative in tree:
         if relative.endswith("/") or _is_config(relative):
             continue
         path = os.path.join(model_path, relative)
+        known = heads.get(path) if heads else None
         try:
-            if not 0 < os.stat(path).st_size < MAX_POINTER_BYTES:
+            size = known[1] if known else os.stat(path).st_size
+            if not 0 < size < MAX_POINTER_BYTES:
                 continue
-            head, size = sniff.read_head(path)
+            head, size = known or sniff.read_head(path)
         except OSError:
             continue  # gone, unreadable or not a regular file: not a pointer to report
         if sniff.sniff_bytes(head, size) == "lfs-pointer":

@@ -15,6 +15,10 @@ from triton_doctor.checks.unavailable import describe_os_error
 from triton_doctor.evidence import ModelFile
 from triton_doctor.safe_files import open_descriptor, read_at, read_start
 
+#: The first bytes and size of files already read, by path: a model's reading records them,
+#: so that its LFS scan does not open those files again.
+Heads = dict[str, tuple[bytes, int]]
+
 LFS_POINTER = b"version https://git-lfs.github.com/spec/"
 ZIP_MAGIC = b"PK\x03\x04"
 HEAD_BYTES = 256
