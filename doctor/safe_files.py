@@ -2,10 +2,10 @@
 
 A FIFO named config.pbtxt blocks an ordinary ``open`` forever, ``/dev/zero`` given as a settings
 file never ends, and writing ``-o /dev/null`` by temporary file and rename replaces the device
-with a regular file. Every file a repository or a user names goes through ``open_file``,
-``open_descriptor`` or ``read_file`` (regular files only; ``read_file`` caps the size by the
-caller's kind), except the server log, which may be a pipe and has its own bounded reader
-(checks/logs.py); every file the tool writes goes through ``write_file``.
+with a regular file. Every file a repository or a user names goes through ``open_descriptor``
+or ``read_file`` (regular files only; ``read_file`` caps the size by the caller's kind), except
+the server log, which may be a pipe and has its own bounded reader (checks/logs.py); every file
+the tool writes goes through ``write_file``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from typing import BinaryIO
 
 #: What a path that is not a regular file is, by the file type bits of its mode.
 SPECIAL = {
@@ -52,12 +51,6 @@ def kind_of(mode: int) -> str:
 
 def _mib(size: int) -> str:
     return f"{size // 2**20} MiB" if size >= 2**20 else f"{size // 1024} KiB"
-
-
-def open_file(path: str | os.PathLike[str]) -> BinaryIO:
-    """``path`` opened for reading in binary if it is a regular file (after symbolic links);
-    raises NotRegularFile for anything else, OSError when it cannot be opened."""
-    return os.fdopen(open_descriptor(path)[0], "rb")
 
 
 def read_file(path: str | os.PathLike[str], cap: int) -> bytes:
