@@ -14,7 +14,6 @@ from collections.abc import Callable
 
 from triton_doctor.checks.formats import sniff
 from triton_doctor.evidence import ModelFile
-from triton_doctor.safe_files import open_descriptor
 
 #: ENOENT for a file that was just listed in its version directory: a dangling link.
 LISTED_BUT_MISSING = "does not exist (dangling symbolic link?)"
@@ -95,14 +94,8 @@ def _read(model_path: str, relative: str, backend: str, may_quote: Callable[[], 
         found = read_onnx(inner, may_quote=may_quote)
         found.path = relative
         return found
-    try:
-        handle, status = open_descriptor(path)
-    except OSError as error:
-        return sniff.unreadable_file(relative, error, missing=LISTED_BUT_MISSING)
-    try:
-        found = _read_open(handle, status.st_size, path, relative, backend, may_quote, heads)
-    finally:
-        os.close(handle)
+    found = sniff.read_opened(path, lambda handle, size: _read_open(
+        handle, size, path, relative, backend, may_quote, heads), relative, LISTED_BUT_MISSING)
     found.path = relative
     return found
 

@@ -3,10 +3,10 @@
 ``zipfile`` costs a reading process 8 ms to import (it brings ``shutil``, ``bz2`` and
 ``lzma``) and builds an object per entry. The archives torch writes are plain: no comment,
 nothing before the first entry, no zip64 field in an entry (torch writes zip64 end records
-only), ASCII names, members stored or deflated.
-For those this answers what ``zipfile`` would, byte for byte. Anything else, and anything
-that does not add up (a signature, a length, a CRC), raises Unsure: the caller then reads the
-archive with ``zipfile``, whose words name what is wrong.
+only), ASCII names, members stored or deflated. For those this answers what ``zipfile`` would,
+byte for byte. Anything else, and anything that does not add up (a signature, a length, a
+CRC), raises Unsure: the caller then reads the archive with ``zipfile``, whose words name what
+is wrong.
 """
 
 from __future__ import annotations

@@ -74,13 +74,15 @@ def describe_lfs_pointer(head: bytes) -> str:
     return ""
 
 
-def read_opened(path: str, read: Callable[[int, int], ModelFile]) -> ModelFile:
+def read_opened(path: str, read: Callable[[int, int], ModelFile], shown: str | None = None,
+                missing: str = "no such file") -> ModelFile:
     """``read(descriptor, size)`` of the regular file at ``path``, opened for it and closed
-    after; the file's problem when it cannot be opened."""
+    after; the file's problem, named ``shown`` (default ``path``), when it cannot be opened
+    (``missing`` words ENOENT, as for ``unreadable_file``)."""
     try:
         handle, status = open_descriptor(path)
     except OSError as error:
-        return unreadable_file(path, error)
+        return unreadable_file(path if shown is None else shown, error, missing)
     try:
         return read(handle, status.st_size)
     finally:
