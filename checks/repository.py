@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from triton_doctor.cache import RepositoryCache, digest, model_member
+from triton_doctor.cache import RepositoryCache, digest
 from triton_doctor.checks.model_fingerprint import fingerprint
 from triton_doctor.evidence import (
     EvidenceError,
@@ -104,9 +104,8 @@ def _ignored(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-#: One model as a reading process gives it: the model (None: no model), its key, and its
-#: member of the cache's models file (None: not kept).
-Read = tuple[ModelDir | None, str | None, str | None]
+#: One model as a reading process gives it: the model (None: no model), and its key.
+Read = tuple[ModelDir | None, str | None]
 
 
 def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None] | None = None,
@@ -122,44 +121,40 @@ def _read_models(entries: list[os.DirEntry[str]], keys: list[str | None] | None 
     missing = [index for index, model in enumerate(found) if model is None]
     if missing:
         work = functools.partial(_read_one, config_name=config_name, real_root=real_root,
-                                 fingerprint_at=fingerprint_at, kept=cache is not None)
+                                 fingerprint_at=fingerprint_at)
         read = map_apart(work, [(entries[index], keys[index]) for index in missing],
                          processes(jobs, len(missing)), _portable, _restored, meanwhile)
-        for index, (model, key, member) in zip(missing, read, strict=True):
+        for index, (model, key) in zip(missing, read, strict=True):
             found[index], keys[index] = model, key
-            if cache and member is not None:
-                cache.keep_model(entries[index].name, member)
+            if cache and key and model is not None:
+                cache.keep_model(entries[index].name, key, functools.partial(json_text, model))
     return [model for model in found if model is not None], keys
 
 
 def _read_one(item: tuple[os.DirEntry[str], str | None], *, config_name: str | None,
-              real_root: str, fingerprint_at: int | None, kept: bool) -> Read:
+              real_root: str, fingerprint_at: int | None) -> Read:
     """One model read, in whichever process reads it; its key is taken first, where asked (an
-    edit while it is read then changes the key, never the entry under the old one), and its
-    cache entry written out here too, so that several processes share that work."""
+    edit while it is read then changes the key, never the entry under the old one)."""
     from triton_doctor.checks.model_dir import collect_model
 
     entry, key = item
     listed: dict[str, list[os.DirEntry[str]]] = {}
     if fingerprint_at is not None:
         key = _key(entry, fingerprint_at, listed)
-    model = collect_model(entry, config_name, real_root, listed)
-    member = (model_member(entry.name, key, json_text(model))
-              if kept and key and model is not None else None)
-    return model, key, member
+    return collect_model(entry, config_name, real_root, listed), key
 
 
-def _portable(read: Read) -> tuple[object, str | None, str | None]:
+def _portable(read: Read) -> tuple[object, str | None]:
     from triton_doctor.checks.model_dir import portable
 
-    return portable(read[0]), read[1], read[2]
+    return portable(read[0]), read[1]
 
 
-def _restored(sent: tuple[Any, str | None, str | None]) -> Read:
+def _restored(sent: tuple[Any, str | None]) -> Read:
     from triton_doctor.checks.model_dir import restored
 
-    model, key, text = sent
-    return restored(model), key, text
+    model, key = sent
+    return restored(model), key
 
 
 def _cached(cache: RepositoryCache, name: str, key: str) -> ModelDir | None:

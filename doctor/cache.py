@@ -18,6 +18,7 @@ import re
 import stat
 import sys
 import time
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,8 @@ class RepositoryCache:
         self._old_results = results if isinstance(results, list) else []
         self._results: list[Any] = []
         self._old_models: dict[str, Any] | None = None  # read on first use
-        #: Each model kept: its entry as read from the file, or as JSON text when read now.
+        #: Each model kept: its entry as read from the file, or (its key, what gives its JSON
+        #: text) when read now.
         self._models: dict[str, Any] = {}
         self._models_changed = False
         self._models_saved: bool | None = None  # not yet written
@@ -162,10 +164,11 @@ class RepositoryCache:
             return entry["data"]
         return None
 
-    def keep_model(self, name: str, member: str) -> None:
-        """Record model ``name``; ``member`` is its member of the models file, as
-        ``model_member`` wrote it in the process that read the model."""
-        self._models[name] = member
+    def keep_model(self, name: str, key: str, data: Callable[[], str]) -> None:
+        """Record model ``name`` under ``key``; ``data()`` gives it as JSON text when the file
+        is written (by this process while others judge: made where the model was read, the
+        text would have to travel back beside the model)."""
+        self._models[name] = (key, data)
         self._models_changed = True
         self._models_saved = None  # written again, should it have been already
 
@@ -223,10 +226,10 @@ class RepositoryCache:
             self._old_models is not None and set(self._old_models) != set(self._models))
 
     def _models_text(self) -> str:
-        """The models kept, as JSON: a model read this run as the text its reading process made
-        of it, one taken from the file as it was read there."""
-        entries = (entry if isinstance(entry, str) else f"{_dumps(name)}:{_dumps(entry)}"
-                   for name, entry in self._models.items())
+        """The models kept, as JSON: a model read this run made into its text now, one taken
+        from the file as it was read there."""
+        entries = (_member(name, *entry) if isinstance(entry, tuple)
+                   else f"{_dumps(name)}:{_dumps(entry)}" for name, entry in self._models.items())
         return "{" + ",".join(entries) + "}"
 
     def _write(self, path: str, name: str, text: str, **more: str) -> None:
@@ -245,12 +248,11 @@ class RepositoryCache:
             raise
 
 
-def model_member(name: str, key: str, data: str) -> str:
-    """Model ``name``'s member of the models file, recorded under ``key``, as JSON text;
-    ``data`` is the model as JSON text. Made by the process that read the model, so that
-    several share the work (a string is its own compact JSON: ``json``'s shared encoder
-    writes it, without making one of its own for the separators)."""
-    return f'{json.dumps(name)}:{{"key":{json.dumps(key)},"data":{data}}}'
+def _member(name: str, key: str, data: Callable[[], str]) -> str:
+    """Model ``name``'s member of the models file, recorded under ``key``, as JSON text (a
+    string is its own compact JSON: ``json``'s shared encoder writes it, without making one of
+    its own for the separators)."""
+    return f'{json.dumps(name)}:{{"key":{json.dumps(key)},"data":{data()}}}'
 
 
 def _dumps(value: Any) -> str:

@@ -441,13 +441,20 @@ def _json_encoder() -> Any:
 def _record_fields(value: Any) -> dict[str, Any]:
     """A record's saved fields, in order: its own ``__dict__`` where that holds exactly those
     (a record without transient fields, as ``__init__`` made it), else a dict made of them."""
-    if records.is_record(value) and not isinstance(value, type):
-        saved = _saved_fields(type(value))
-        own: dict[str, Any] | None = getattr(value, "__dict__", None)
-        if own is not None and tuple(own) == saved:
-            return own
-        return {name: getattr(value, name) for name in saved}
-    raise TypeError(f"{type(value).__name__} is not JSON data")
+    saved = _instance_fields(value.__class__)
+    if saved is None:
+        raise TypeError(f"{type(value).__name__} is not JSON data")
+    own: dict[str, Any] | None = getattr(value, "__dict__", None)
+    if own is not None and tuple(own) == saved:
+        return own
+    return {name: getattr(value, name) for name in saved}
+
+
+@functools.cache
+def _instance_fields(kind: type) -> tuple[str, ...] | None:
+    """The saved fields of an instance of ``kind``; None when it is no record (a record class
+    itself is an instance of ``type``, no record): asked once per type, not per value."""
+    return _saved_fields(kind) if hasattr(kind, "__record_fields__") else None
 
 
 @functools.cache

@@ -402,9 +402,9 @@ def test_a_deeply_nested_cache_file_is_a_miss(tmp_path: Path, mixed: Path) -> No
 
 def test_a_model_kept_after_the_models_file_was_written_is_written_too(tmp_path: Path) -> None:
     kept = cache.RepositoryCache(str(tmp_path), "repo")
-    kept.keep_model("a", cache.model_member("a", "key-a", "1"))
+    kept.keep_model("a", "key-a", lambda: "1")
     assert kept.save_models()
-    kept.keep_model("b", cache.model_member("b", "key-b", "2"))
+    kept.keep_model("b", "key-b", lambda: "2")
     kept.save()
     again = cache.RepositoryCache(str(tmp_path), "repo")
     assert again.records_models()
