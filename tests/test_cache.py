@@ -78,8 +78,8 @@ def test_every_way_of_reading_gives_the_same_report(tmp_path: Path, mixed: Path)
 
 
 def test_a_models_cache_entry_is_its_json(mixed: Path) -> None:
-    """The text a reading process writes for the cache is the JSON of the model's evidence,
-    for every kind of model in the mix and every rule fixture's."""
+    """The text written for the cache is the JSON of the model's evidence, for every kind of
+    model in the mix and every rule fixture's."""
     for root in (mixed, *FIXTURES[::7]):
         for model in repository.collect_repository(root).models:
             data = evidence.to_jsonable(model)
@@ -96,6 +96,30 @@ def test_a_record_holding_more_than_its_fields_is_written_by_its_fields(mixed: P
     del subdir.__dict__["name"]
     subdir.__dict__["name"] = data["subdirs"][0]["name"]  # same fields, another order
     assert evidence.json_text(model) == json.dumps(data, separators=(",", ":"))
+
+
+def test_only_a_record_instance_is_written_as_its_fields() -> None:
+    """A record class, or an object of no record type, is no Evidence: refused, not written."""
+    for value in (evidence.ModelDir, object(), {1, 2}):
+        with pytest.raises(TypeError, match="is not JSON data"):
+            evidence.json_text([value])
+
+
+def test_a_models_entry_is_made_when_the_models_file_is_written(tmp_path: Path) -> None:
+    """Not before: the process writing the file makes the text, so it never travels between
+    the processes that read the models."""
+    made: list[str] = []
+
+    def data() -> str:
+        made.append("a")
+        return "1"
+
+    kept = cache.RepositoryCache(str(tmp_path), "repo")
+    kept.keep_model("a", "key-a", data)
+    assert made == []
+    assert kept.save_models()
+    assert made == ["a"]
+    assert cache.RepositoryCache(str(tmp_path), "repo").model("a", "key-a") == 1
 
 
 def test_every_rule_fixture_reads_the_same_every_way(tmp_path: Path) -> None:
