@@ -12,6 +12,7 @@ the run uncached.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -19,7 +20,6 @@ import stat
 import sys
 import time
 from collections.abc import Callable
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,7 @@ def digest(*parts: str) -> str:
     return str(algorithm("blake2b")(joined, digest_size=16).hexdigest())
 
 
-@cache
+@functools.cache
 def tool_stamp() -> str:
     """This build of the tool: Python's and protobuf's versions, and the size and mtime of every
     source file of the package and of the ModelConfig schema it parses with (a release, an edit
@@ -122,9 +122,9 @@ class RepositoryCache:
         self._old_results = results if isinstance(results, list) else []
         self._results: list[Any] = []
         self._old_models: dict[str, Any] | None = None  # read on first use
-        #: Each model kept: its entry as read from the file, or (its key, what gives its JSON
-        #: text) when read now.
-        self._models: dict[str, Any] = {}
+        #: Each model kept: its key, and what gives its data as JSON text when the file is
+        #: written (the data as read from the file, or the model read this run).
+        self._models: dict[str, tuple[str, Callable[[], str]]] = {}
         self._models_changed = False
         self._models_saved: bool | None = None  # not yet written
         #: The fingerprint of the repository whose every model this run read or kept (set by
@@ -160,7 +160,7 @@ class RepositoryCache:
             self._old_models = models if isinstance(models, dict) else {}
         entry = self._old_models.get(name)
         if isinstance(entry, dict) and entry.get("key") == key and "data" in entry:
-            self._models[name] = entry
+            self._models[name] = (key, functools.partial(_dumps, entry["data"]))
             return entry["data"]
         return None
 
@@ -226,11 +226,8 @@ class RepositoryCache:
             self._old_models is not None and set(self._old_models) != set(self._models))
 
     def _models_text(self) -> str:
-        """The models kept, as JSON: a model read this run made into its text now, one taken
-        from the file as it was read there."""
-        entries = (_member(name, *entry) if isinstance(entry, tuple)
-                   else f"{_dumps(name)}:{_dumps(entry)}" for name, entry in self._models.items())
-        return "{" + ",".join(entries) + "}"
+        """The models kept, as JSON, each made into its text now."""
+        return "{" + ",".join(_member(name, *entry) for name, entry in self._models.items()) + "}"
 
     def _write(self, path: str, name: str, text: str, **more: str) -> None:
         """Write the document ``{"format", "tool", name: text, **more}`` (values as JSON text)
